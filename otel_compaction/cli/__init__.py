@@ -1,0 +1,62 @@
+"""The ``otel-compaction`` command line: one subcommand per module, imported lazily.
+
+Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int``;
+importing only the chosen one keeps ``otel-compaction --help`` fast and lets a
+subcommand's optional dependencies stay optional for the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+# name -> (module, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("otel_compaction.cli.demo", "run the scripted demo agents and write a report"),
+    "analyze": ("otel_compaction.cli.analyze", "analyze OTLP/JSON traces and agent transcripts"),
+    "import": ("otel_compaction.cli.import_", "convert agent transcripts to OTLP spans"),
+    "processor": ("otel_compaction.cli.processor", "run the OTLP compaction processor service"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="otel-compaction",
+        description="Observe context compaction in LLM agents: pressure, phase, lineage, findings.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            sub_parser.set_defaults(_unavailable=f"{name} is not available: {exc}")
+            continue
+        module.add_arguments(sub_parser)
+        sub_parser.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    unavailable = getattr(args, "_unavailable", None)
+    if unavailable:
+        print(f"otel-compaction: {unavailable}", file=sys.stderr)
+        return 2
+    result: int = args._run(args)
+    return result
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

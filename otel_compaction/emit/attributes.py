@@ -1,0 +1,159 @@
+"""Span and event attributes for turns, compactions, phase transitions and findings.
+
+Plain dictionaries of OTel attribute values, built only from names in
+``semconv``. Floats are rounded to four decimals: enough for any threshold,
+and it keeps span payloads small and diffs of golden files readable.
+"""
+
+from __future__ import annotations
+
+from opentelemetry.util.types import AttributeValue
+
+from otel_compaction import semconv as sc
+from otel_compaction.model import (
+    CompactionAnalysis,
+    Finding,
+    PhaseEstimate,
+    PhaseTransition,
+    Pressure,
+    TurnAnalysis,
+    TurnObservation,
+)
+
+Attributes = dict[str, AttributeValue]
+
+
+def _r(value: float) -> float:
+    return round(float(value), 4)
+
+
+def _pressure(pressure: Pressure, out: Attributes) -> None:
+    out[sc.CONTEXT_TOKENS] = int(pressure.context_tokens)
+    out[sc.CONTEXT_WINDOW] = int(pressure.window)
+    out[sc.PRESSURE_TOKEN_FRACTION] = _r(pressure.token_fraction)
+    out[sc.PRESSURE_ATTENTION_DECAY] = _r(pressure.attention_decay)
+
+
+def _phase(phase: PhaseEstimate, out: Attributes) -> None:
+    out[sc.PHASE_NAME] = phase.name
+    out[sc.PHASE_CONFIDENCE] = _r(phase.confidence)
+    out[sc.PHASE_ENTROPY] = _r(phase.entropy)
+    out[sc.PHASE_TRANSITION_LIKELIHOOD] = _r(phase.transition_likelihood)
+    out[sc.PHASE_SOURCE] = phase.source.value
+
+
+def turn_attributes(
+    analysis: TurnAnalysis, observation: TurnObservation | None = None
+) -> Attributes:
+    """The ``compaction.*`` attributes of an inference span.
+
+    ``observation`` adds the raw inputs (new content, tool calls) that let the
+    processor recompute every verdict from the span alone.
+    """
+    out: Attributes = {
+        sc.CONVERSATION_ID: analysis.conversation_id,
+        sc.TURN_INDEX: analysis.turn_index,
+    }
+    _pressure(analysis.pressure, out)
+    _phase(analysis.phase, out)
+    if analysis.compacted:
+        # The conventions say: set it true on the first span after a compaction, never false.
+        out[sc.GEN_AI_CONVERSATION_COMPACTED] = True
+    if observation is not None:
+        out[sc.CONTEXT_NEW_CONTENT_TOKENS] = int(observation.new_content_tokens)
+        if observation.tool_calls:
+            out[sc.TOOL_CALLS] = list(observation.tool_calls)
+    return out
+
+
+def transition_event_attributes(transition: PhaseTransition) -> Attributes:
+    """The attributes of the ``compaction.phase.transition`` span event."""
+    return {
+        sc.PHASE_FROM: transition.from_phase,
+        sc.PHASE_TO: transition.to_phase,
+        sc.PHASE_TRANSITION_LIKELIHOOD: _r(transition.transition_likelihood),
+        sc.TURN_INDEX: transition.turn_index,
+    }
+
+
+def compaction_attributes(analysis: CompactionAnalysis) -> Attributes:
+    """The attributes of a ``compaction`` span: sizes, lineage, cycle, state, flags."""
+    rec = analysis.record
+    out: Attributes = {
+        sc.CONVERSATION_ID: rec.conversation_id,
+        sc.TURN_INDEX: rec.turn_index,
+        sc.COMPACTION_ID: rec.compaction_id,
+        sc.COMPACTION_SOURCE: rec.source.value,
+        sc.COMPACTION_MODE: rec.mode.value,
+        sc.LINEAGE_ROOT_ID: rec.root_id,
+        sc.LINEAGE_GENERATION: rec.generation,
+    }
+    optional: dict[str, AttributeValue | None] = {
+        sc.COMPACTION_TRIGGER: rec.trigger,
+        sc.TOKENS_BEFORE: rec.tokens_before,
+        sc.TOKENS_AFTER: rec.tokens_after,
+        sc.TOKENS_SUMMARY: rec.summary_tokens,
+        sc.TOKENS_RETAINED_TAIL: rec.retained_tail_tokens,
+        sc.TOKENS_DUPLICATED: rec.duplicated_tokens,
+        sc.TOKENS_CARRIED_OVER: rec.carried_over_tokens,
+        sc.LINEAGE_PARENT_ID: rec.parent_id,
+        sc.SUMMARY_FINGERPRINT: rec.summary_fingerprint,
+        sc.TOKEN_FRACTION_AT_COMPACTION: (
+            None if rec.token_fraction is None else _r(rec.token_fraction)
+        ),
+        sc.SUMMARY_SCHEMA_COVERAGE: (
+            None if rec.schema_coverage is None else _r(rec.schema_coverage)
+        ),
+    }
+    out.update({k: v for k, v in optional.items() if v is not None})
+    if rec.missing_fields:
+        out[sc.SUMMARY_MISSING_FIELDS] = list(rec.missing_fields)
+    if rec.failed:
+        out[sc.SUMMARY_FAILED] = True
+    if rec.cycle is not None:
+        out[sc.CYCLE_INTERVAL_TURNS] = rec.cycle.interval_turns
+        out[sc.CYCLE_NEW_CONTENT_TOKENS] = rec.cycle.new_content_tokens
+        out[sc.CYCLE_NET_GROWTH_TOKENS] = rec.cycle.net_growth_tokens
+        out[sc.CYCLE_RESIDUAL_TOKENS] = rec.cycle.residual_tokens
+    if analysis.pressure is not None:
+        out[sc.PRESSURE_TOKEN_FRACTION] = _r(analysis.pressure.token_fraction)
+        out[sc.PRESSURE_ATTENTION_DECAY] = _r(analysis.pressure.attention_decay)
+        out[sc.CONTEXT_WINDOW] = int(analysis.pressure.window)
+    if analysis.phase is not None:
+        _phase(analysis.phase, out)
+    out.update(flag_attributes(analysis.findings))
+    return out
+
+
+def flag_attributes(findings: tuple[Finding, ...]) -> Attributes:
+    """``compaction.flag.*`` set true for each kind found, and the joined reasons."""
+    out: Attributes = {}
+    for finding in findings:
+        out[sc.FLAG_BY_KIND[finding.kind]] = True
+    if findings:
+        out[sc.FLAG_REASON] = " ".join(f.reason for f in findings)
+    return out
+
+
+def finding_attributes(finding: Finding) -> Attributes:
+    """The attributes of a ``compaction.finding`` span (the processor's tap output)."""
+    return {
+        sc.FINDING_KIND: finding.kind.value,
+        sc.FINDING_RULE: finding.rule,
+        sc.FLAG_REASON: finding.reason,
+        sc.CONVERSATION_ID: finding.conversation_id,
+        sc.COMPACTION_ID: finding.compaction_id,
+        sc.TURN_INDEX: finding.turn,
+        sc.FLAG_BY_KIND[finding.kind]: True,
+    }
+
+
+def truncate_content(text: str, max_chars: int) -> tuple[str, bool]:
+    """Cut captured content to ``max_chars``, marking what was left out.
+
+    Returns the text to record and whether it was truncated.
+    """
+    if len(text) <= max_chars:
+        return text, False
+    omitted = len(text) - max_chars
+    return text[:max_chars] + sc.TRUNCATION_MARKER.format(omitted=omitted), True

@@ -1,0 +1,232 @@
+"""The vocabulary every stage shares: turns, phases, pressure, compactions, findings.
+
+Frozen dataclasses with slots, free of the OTel SDK and of the LLM SDKs, so the
+same values flow from the instrumentation, the transcript importers and the
+processor service into ``signals/``, ``lineage/`` and ``detectors/``.
+
+The order of calls on a conversation is: ``report_phase`` whenever the agent
+knows its phase; ``observe_compaction`` as soon as a compaction is known and
+*before* ``observe_turn`` of the first call that sees the compacted context;
+``observe_turn`` once per LLM call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind, PhaseSource
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseReport:
+    """A phase the agent reported about itself.
+
+    ``distribution`` maps phase names to probabilities (normalised on use);
+    ``confidence`` alone means the rest of the mass is spread evenly.
+    """
+
+    name: str
+    confidence: float | None = None
+    distribution: Mapping[str, float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseEstimate:
+    """The phase of a conversation after a turn, from either source.
+
+    ``distribution`` is aligned with ``Settings.phases`` and sums to 1.
+    """
+
+    name: str
+    confidence: float
+    entropy: float
+    transition_likelihood: float
+    source: PhaseSource
+    distribution: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseTransition:
+    """A change of the most likely phase, first seen on ``turn_index``."""
+
+    from_phase: str
+    to_phase: str
+    turn_index: int
+    transition_likelihood: float
+
+
+@dataclass(frozen=True, slots=True)
+class Pressure:
+    """How full the context is: token fraction and recency-decayed tool output."""
+
+    context_tokens: int
+    window: int
+    token_fraction: float
+    attention_decay: float
+
+
+@dataclass(frozen=True, slots=True)
+class TurnObservation:
+    """What the analysis needs to know of one LLM call (one turn).
+
+    Args:
+        context_tokens: tokens in the request context, cached ones included.
+        model: the requested model, for the window table.
+        new_content_tokens: task content new since the previous call (tool
+            results and user text), the "new content" of note 004.
+        tool_output_tokens: sizes of the tool outputs new in this call, oldest first.
+        tool_calls: names of the tools the response asked to call (phase inference).
+        window: the context window if the caller knows it (overrides the table).
+        timestamp: seconds since the epoch, when known.
+    """
+
+    context_tokens: int
+    model: str | None = None
+    new_content_tokens: int = 0
+    tool_output_tokens: tuple[int, ...] = ()
+    tool_calls: tuple[str, ...] = ()
+    window: int | None = None
+    timestamp: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnAnalysis:
+    """The signals of one turn, ready to become span attributes."""
+
+    conversation_id: str
+    turn_index: int
+    pressure: Pressure
+    phase: PhaseEstimate
+    transition: PhaseTransition | None = None
+    compacted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionObservation:
+    """A compaction as it was observed, before lineage and detectors.
+
+    Args:
+        source: where it was seen (explicit call, provider response, inferred...).
+        mode: lossy summary, extractive (verbatim tail kept), prune, or server-side.
+        trigger: why it fired, free text (``auto``, ``manual``, ``input_tokens``...).
+        tokens_before / tokens_after: context size just before and just after.
+        summary_tokens / retained_tail_tokens: sizes of the summary and of the
+            part of the history kept verbatim.
+        summary_text: the summary, when known (kept in memory only as a
+            fingerprint and shingles, recorded on spans only if content capture is on).
+        compacted_texts: texts of the messages that were compacted away; an
+            earlier summary among them continues that summary's lineage.
+        retained_texts: texts of the messages kept verbatim.
+        parent_id: the parent compaction, when the source states it.
+        continues_lineage: True/False when the source knows whether the
+            compacted region held an earlier summary; None to infer it.
+        failed: the summary step failed (e.g. Anthropic ``content: null``).
+        compaction_id: an id given by the source; one is generated otherwise.
+        turn_index: the turn of the first call that sees the compacted context;
+            defaults to the next turn.
+    """
+
+    source: CompactionSource
+    mode: CompactionMode = CompactionMode.LOSSY
+    trigger: str | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    summary_tokens: int | None = None
+    retained_tail_tokens: int | None = None
+    summary_text: str | None = None
+    compacted_texts: tuple[str, ...] = ()
+    retained_texts: tuple[str, ...] = ()
+    parent_id: str | None = None
+    continues_lineage: bool | None = None
+    failed: bool = False
+    compaction_id: str | None = None
+    turn_index: int | None = None
+    timestamp: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cycle:
+    """Note 004's accounting between the previous compaction and this one."""
+
+    interval_turns: int
+    new_content_tokens: int
+    net_growth_tokens: int
+    residual_tokens: int
+
+    @property
+    def new_content_per_turn(self) -> float:
+        """Average new task content per turn over the cycle."""
+        return self.new_content_tokens / max(self.interval_turns, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRecord:
+    """A compaction with its lineage and cycle, as the lineage tracker keeps it."""
+
+    compaction_id: str
+    conversation_id: str
+    turn_index: int
+    source: CompactionSource
+    mode: CompactionMode
+    trigger: str | None
+    tokens_before: int | None
+    tokens_after: int | None
+    summary_tokens: int | None
+    retained_tail_tokens: int | None
+    duplicated_tokens: int | None
+    carried_over_tokens: int | None
+    parent_id: str | None
+    root_id: str
+    generation: int
+    cycle: Cycle | None
+    token_fraction: float | None
+    failed: bool = False
+    summary_fingerprint: str | None = None
+    schema_coverage: float | None = None
+    missing_fields: tuple[str, ...] = ()
+    timestamp: float | None = None
+    # The context window the fractions were computed against, when known.
+    window: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """What a detector found about one compaction.
+
+    ``turn`` is the turn index at which the compaction happened; ``rule`` names
+    the variant that decided (``veto``, ``ceiling``, ``cadence``, ``thrashing``,
+    ``no_progress``...); ``reason`` is one sentence with the numbers.
+    """
+
+    kind: FindingKind
+    conversation_id: str
+    compaction_id: str
+    turn: int
+    reason: str
+    rule: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        """The finding as it appears in the JSON report of DESIGN.md."""
+        return {
+            "kind": self.kind.value,
+            "conversation_id": self.conversation_id,
+            "compaction_id": self.compaction_id,
+            "turn": self.turn,
+            "reason": self.reason,
+            "rule": self.rule,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionAnalysis:
+    """A recorded compaction, the state it fired in, and what the detectors found."""
+
+    record: CompactionRecord
+    pressure: Pressure | None
+    phase: PhaseEstimate | None
+    findings: tuple[Finding, ...] = field(default=())
+
+    def flagged(self, kind: FindingKind) -> bool:
+        """Whether a finding of ``kind`` was raised on this compaction."""
+        return any(f.kind is kind for f in self.findings)

@@ -1,0 +1,437 @@
+"""Every telemetry name otel-compaction emits, defined once.
+
+Attribute keys, span and event names, metric names, units and histogram bucket
+boundaries live here and nowhere else; ``docs/semantic-conventions.md`` documents
+each of them, and a test fails when code, a dashboard or an alert rule uses a
+name that is not defined here.
+
+Official GenAI semantic-convention names are used where one exists (they are in
+Development status; keeping them in one module makes a rename a one-line change).
+Everything else is in the ``compaction.`` namespace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+# --------------------------------------------------------------------------- #
+# Official GenAI semantic conventions (and general ones) that we use.
+# --------------------------------------------------------------------------- #
+
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
+GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_CONVERSATION_COMPACTED: Final = "gen_ai.conversation.compacted"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
+ERROR_TYPE: Final = "error.type"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
+
+# Values of gen_ai.operation.name and gen_ai.provider.name we emit.
+OPERATION_CHAT: Final = "chat"
+PROVIDER_ANTHROPIC: Final = "anthropic"
+PROVIDER_OPENAI: Final = "openai"
+TOKEN_TYPE_INPUT: Final = "input"
+TOKEN_TYPE_OUTPUT: Final = "output"
+
+# The environment variable of the GenAI conventions that gates content capture.
+ENV_CAPTURE_MESSAGE_CONTENT: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+# --------------------------------------------------------------------------- #
+# compaction.* attributes on inference spans.
+# --------------------------------------------------------------------------- #
+
+CONVERSATION_ID: Final = "compaction.conversation.id"
+CONVERSATION_ID_SOURCE: Final = "compaction.conversation.id_source"
+TURN_INDEX: Final = "compaction.turn.index"
+CONTEXT_TOKENS: Final = "compaction.context.tokens"
+CONTEXT_WINDOW: Final = "compaction.context.window"
+CONTEXT_NEW_CONTENT_TOKENS: Final = "compaction.context.new_content_tokens"
+PRESSURE_TOKEN_FRACTION: Final = "compaction.pressure.token_fraction"
+PRESSURE_ATTENTION_DECAY: Final = "compaction.pressure.attention_decay"
+PHASE_NAME: Final = "compaction.phase.name"
+PHASE_CONFIDENCE: Final = "compaction.phase.confidence"
+PHASE_ENTROPY: Final = "compaction.phase.entropy"
+PHASE_TRANSITION_LIKELIHOOD: Final = "compaction.phase.transition_likelihood"
+PHASE_SOURCE: Final = "compaction.phase.source"
+TOOL_CALLS: Final = "compaction.turn.tool_calls"
+ADVICE_ACTION: Final = "compaction.advice.action"
+
+# Event compaction.phase.transition and its attributes.
+EVENT_PHASE_TRANSITION: Final = "compaction.phase.transition"
+PHASE_FROM: Final = "compaction.phase.from"
+PHASE_TO: Final = "compaction.phase.to"
+
+# --------------------------------------------------------------------------- #
+# The compaction span.
+# --------------------------------------------------------------------------- #
+
+SPAN_COMPACTION: Final = "compaction"
+COMPACTION_ID: Final = "compaction.id"
+COMPACTION_SOURCE: Final = "compaction.source"
+COMPACTION_TRIGGER: Final = "compaction.trigger"
+COMPACTION_MODE: Final = "compaction.mode"
+TOKENS_BEFORE: Final = "compaction.tokens.before"
+TOKENS_AFTER: Final = "compaction.tokens.after"
+TOKENS_SUMMARY: Final = "compaction.tokens.summary"
+TOKENS_RETAINED_TAIL: Final = "compaction.tokens.retained_tail"
+TOKENS_DUPLICATED: Final = "compaction.tokens.duplicated"
+TOKENS_CARRIED_OVER: Final = "compaction.tokens.carried_over"
+TOKEN_FRACTION_AT_COMPACTION: Final = "compaction.tokens.before_fraction"
+LINEAGE_PARENT_ID: Final = "compaction.lineage.parent_id"
+LINEAGE_ROOT_ID: Final = "compaction.lineage.root_id"
+LINEAGE_GENERATION: Final = "compaction.lineage.generation"
+CYCLE_INTERVAL_TURNS: Final = "compaction.cycle.interval_turns"
+CYCLE_NEW_CONTENT_TOKENS: Final = "compaction.cycle.new_content_tokens"
+CYCLE_NET_GROWTH_TOKENS: Final = "compaction.cycle.net_growth_tokens"
+CYCLE_RESIDUAL_TOKENS: Final = "compaction.cycle.residual_tokens"
+SUMMARY_SCHEMA_COVERAGE: Final = "compaction.summary.schema_coverage"
+SUMMARY_MISSING_FIELDS: Final = "compaction.summary.missing_fields"
+SUMMARY_FAILED: Final = "compaction.summary.failed"
+SUMMARY_FINGERPRINT: Final = "compaction.summary.fingerprint"
+SUMMARY_TEXT: Final = "compaction.summary.text"
+CONTENT_TRUNCATED: Final = "compaction.content.truncated"
+FLAG_BOUNDARY: Final = "compaction.flag.boundary"
+FLAG_LIVELOCK: Final = "compaction.flag.livelock"
+FLAG_SHORT_RUN: Final = "compaction.flag.short_run"
+FLAG_SCHEMA_GAP: Final = "compaction.flag.schema_gap"
+FLAG_LOST_TASK: Final = "compaction.flag.lost_task"
+FLAG_REASON: Final = "compaction.flag.reason"
+
+# The finding span the processor emits in tap mode (child of, and linked to,
+# the flagged compaction span).
+SPAN_FINDING: Final = "compaction.finding"
+FINDING_KIND: Final = "compaction.finding.kind"
+FINDING_RULE: Final = "compaction.finding.rule"
+
+# --------------------------------------------------------------------------- #
+# Attribute values.
+# --------------------------------------------------------------------------- #
+
+
+class CompactionSource(StrEnum):
+    """Where a compaction was observed (``compaction.source``)."""
+
+    EXPLICIT = "explicit"
+    ANTHROPIC = "anthropic"
+    OPENAI = "openai"
+    LANGCHAIN = "langchain"
+    INFERRED = "inferred"
+    IMPORT = "import"
+
+
+class CompactionMode(StrEnum):
+    """How a compaction treated the compacted region (``compaction.mode``)."""
+
+    LOSSY = "lossy"
+    EXTRACTIVE = "extractive"
+    PRUNE = "prune"
+    SERVER = "server"
+
+
+class PhaseSource(StrEnum):
+    """Where the phase of a turn came from (``compaction.phase.source``)."""
+
+    REPORTED = "reported"
+    INFERRED = "inferred"
+
+
+class FindingKind(StrEnum):
+    """What a detector found (``compaction.finding.kind`` and the JSON report)."""
+
+    BOUNDARY_COMPACTION = "boundary_compaction"
+    REEXPANSION_LIVELOCK = "reexpansion_livelock"
+    SHORT_RUN_COMPACTION = "short_run_compaction"
+    SUMMARY_SCHEMA_COVERAGE = "summary_schema_coverage"
+    LOST_TASK = "lost_task"
+
+
+class AdviceAction(StrEnum):
+    """What the policy advisor recommends (``compaction.advice.action``)."""
+
+    CONTINUE = "continue"
+    COMPACT = "compact"
+    DEFER = "defer"
+    COMPACT_EXTRACTIVE = "compact_extractive"
+    RESET_LINEAGE = "reset_lineage"
+    PRUNE_TOOL_OUTPUTS = "prune_tool_outputs"
+
+
+DEFAULT_PHASES: Final = ("explore", "hypothesize", "patch", "verify")
+
+# The compaction-span flag set when a finding of each kind is raised.
+FLAG_BY_KIND: Final = {
+    FindingKind.BOUNDARY_COMPACTION: FLAG_BOUNDARY,
+    FindingKind.REEXPANSION_LIVELOCK: FLAG_LIVELOCK,
+    FindingKind.SHORT_RUN_COMPACTION: FLAG_SHORT_RUN,
+    FindingKind.SUMMARY_SCHEMA_COVERAGE: FLAG_SCHEMA_GAP,
+    FindingKind.LOST_TASK: FLAG_LOST_TASK,
+}
+
+# Marker appended to captured content cut at Settings.content_max_chars.
+TRUNCATION_MARKER: Final = "…[truncated {omitted} chars]"
+
+# --------------------------------------------------------------------------- #
+# Metrics.
+# --------------------------------------------------------------------------- #
+
+
+@dataclass(frozen=True, slots=True)
+class MetricSpec:
+    """One metric instrument: OTel name, kind, unit, description, buckets, labels.
+
+    ``prometheus`` is the name Prometheus sees after the Collector's (and the
+    spec's) translation; dashboards and alert rules must use that name.
+    """
+
+    name: str
+    kind: str  # "counter" | "histogram" | "gauge" | "updowncounter"
+    unit: str
+    description: str
+    attributes: tuple[str, ...] = ()
+    buckets: tuple[float, ...] | None = None
+
+    @property
+    def prometheus(self) -> str:
+        """The Prometheus metric family name (without ``_bucket``/``_sum``/``_count``)."""
+        return prometheus_name(self.name, self.unit, self.kind)
+
+
+_UNIT_SUFFIXES: Final = {"s": "seconds", "ms": "milliseconds", "By": "bytes"}
+
+
+def prometheus_name(name: str, unit: str, kind: str) -> str:
+    """Translate an OTel metric name to the name Prometheus stores.
+
+    Follows the Collector's translation: dots become underscores, known units
+    add a suffix (curly-brace units are dropped), monotonic sums get ``_total``.
+    We never use unit ``1`` (the SDK and the Collector disagree on ``_ratio``).
+    """
+    base = name.replace(".", "_")
+    suffix = _UNIT_SUFFIXES.get(unit)
+    if suffix and not base.endswith("_" + suffix):
+        base = f"{base}_{suffix}"
+    if kind == "counter" and not base.endswith("_total"):
+        base = f"{base}_total"
+    return base
+
+
+def prometheus_label(attribute: str) -> str:
+    """The Prometheus label name of an attribute key."""
+    return attribute.replace(".", "_")
+
+
+TOKEN_USAGE_BUCKETS: Final = (
+    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0,
+    1048576.0, 4194304.0, 16777216.0, 67108864.0,
+)  # fmt: skip
+DURATION_BUCKETS: Final = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+)  # fmt: skip
+FRACTION_BUCKETS: Final = (
+    0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.92, 0.95, 0.98, 1.0,
+)  # fmt: skip
+INTERVAL_BUCKETS: Final = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 15.0, 20.0, 30.0, 50.0)
+RECLAIMED_TOKEN_BUCKETS: Final = (
+    0.0, 1000.0, 2000.0, 5000.0, 10000.0, 20000.0, 50000.0, 100000.0, 200000.0, 500000.0,
+)  # fmt: skip
+RESIDUAL_TOKEN_BUCKETS: Final = (
+    -10000.0, -2000.0, 0.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 32000.0,
+)  # fmt: skip
+GENERATION_BUCKETS: Final = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0)
+
+METRIC_TOKEN_USAGE: Final = MetricSpec(
+    "gen_ai.client.token.usage",
+    "histogram",
+    "{token}",
+    "Number of input and output tokens used per call.",
+    (GEN_AI_OPERATION_NAME, GEN_AI_PROVIDER_NAME, GEN_AI_REQUEST_MODEL, GEN_AI_TOKEN_TYPE),
+    TOKEN_USAGE_BUCKETS,
+)
+METRIC_OPERATION_DURATION: Final = MetricSpec(
+    "gen_ai.client.operation.duration",
+    "histogram",
+    "s",
+    "Duration of a GenAI operation.",
+    (GEN_AI_OPERATION_NAME, GEN_AI_PROVIDER_NAME, GEN_AI_REQUEST_MODEL, ERROR_TYPE),
+    DURATION_BUCKETS,
+)
+METRIC_COMPACTIONS: Final = MetricSpec(
+    "compaction.compactions",
+    "counter",
+    "{compaction}",
+    "Compactions observed, by source and mode.",
+    (COMPACTION_SOURCE, COMPACTION_MODE),
+)
+METRIC_FINDINGS: Final = MetricSpec(
+    "compaction.findings",
+    "counter",
+    "{finding}",
+    "Detector findings, by kind.",
+    (FINDING_KIND,),
+)
+METRIC_PHASE_TRANSITIONS: Final = MetricSpec(
+    "compaction.phase.transitions",
+    "counter",
+    "{transition}",
+    "Task-phase changes, by from and to phase.",
+    (PHASE_FROM, PHASE_TO, PHASE_SOURCE),
+)
+METRIC_TOKEN_FRACTION: Final = MetricSpec(
+    "compaction.pressure.token_fraction",
+    "histogram",
+    "{fraction}",
+    "Context tokens as a fraction of the model's window, per inference call.",
+    (GEN_AI_PROVIDER_NAME,),
+    FRACTION_BUCKETS,
+)
+METRIC_COMPACTION_TOKEN_FRACTION: Final = MetricSpec(
+    "compaction.tokens.before_fraction",
+    "histogram",
+    "{fraction}",
+    "Context tokens as a fraction of the window when a compaction fired.",
+    (COMPACTION_SOURCE, COMPACTION_MODE),
+    FRACTION_BUCKETS,
+)
+METRIC_INTERVAL: Final = MetricSpec(
+    "compaction.cycle.interval",
+    "histogram",
+    "{turn}",
+    "Turns between a compaction and the previous one in the same conversation.",
+    (COMPACTION_SOURCE,),
+    INTERVAL_BUCKETS,
+)
+METRIC_RECLAIMED: Final = MetricSpec(
+    "compaction.tokens.reclaimed",
+    "histogram",
+    "{token}",
+    "Tokens a compaction removed from the context (before minus after).",
+    (COMPACTION_SOURCE, COMPACTION_MODE),
+    RECLAIMED_TOKEN_BUCKETS,
+)
+METRIC_RESIDUAL: Final = MetricSpec(
+    "compaction.cycle.residual",
+    "histogram",
+    "{token}",
+    "Re-expansion residual per cycle: net context growth minus new task content.",
+    (COMPACTION_SOURCE,),
+    RESIDUAL_TOKEN_BUCKETS,
+)
+METRIC_GENERATION: Final = MetricSpec(
+    "compaction.lineage.generation",
+    "histogram",
+    "{generation}",
+    "Lineage generation of each compaction (0 = a fresh lineage).",
+    (COMPACTION_SOURCE,),
+    GENERATION_BUCKETS,
+)
+METRIC_LIVELOCKED: Final = MetricSpec(
+    "compaction.conversations.livelocked",
+    "gauge",
+    "{conversation}",
+    "Conversations whose latest compaction was flagged as re-expansion livelock.",
+)
+METRIC_ACTIVE: Final = MetricSpec(
+    "compaction.conversations.active",
+    "gauge",
+    "{conversation}",
+    "Conversations currently tracked (not yet expired).",
+)
+METRIC_INSTRUMENTATION_ERRORS: Final = MetricSpec(
+    "compaction.instrumentation.errors",
+    "counter",
+    "{error}",
+    "Internal errors the instrumentation caught and swallowed, by stage.",
+    ("compaction.error.stage",),
+)
+METRIC_PROCESSOR_RECEIVED: Final = MetricSpec(
+    "compaction.processor.received",
+    "counter",
+    "{item}",
+    "Spans, log records and data points the processor accepted, by signal.",
+    ("compaction.processor.signal", "compaction.processor.transport"),
+)
+METRIC_PROCESSOR_REJECTED: Final = MetricSpec(
+    "compaction.processor.rejected",
+    "counter",
+    "{item}",
+    "Requests or items the processor refused, by signal and reason.",
+    ("compaction.processor.signal", "compaction.processor.reason"),
+)
+METRIC_PROCESSOR_DROPPED: Final = MetricSpec(
+    "compaction.processor.dropped",
+    "counter",
+    "{item}",
+    "Accepted items the processor could not deliver downstream, by reason.",
+    ("compaction.processor.reason",),
+)
+METRIC_PROCESSOR_FORWARDED: Final = MetricSpec(
+    "compaction.processor.forwarded",
+    "counter",
+    "{item}",
+    "Items forwarded downstream (enrich mode) or emitted (findings, tap mode).",
+    ("compaction.processor.signal",),
+)
+METRIC_PROCESSOR_QUEUE: Final = MetricSpec(
+    "compaction.processor.queue.size",
+    "gauge",
+    "{batch}",
+    "Batches waiting in the persistent forwarding queue.",
+)
+
+ERROR_STAGE: Final = "compaction.error.stage"
+# Stages at which the instrumentation may catch its own error (values of ERROR_STAGE).
+ERROR_STAGES: Final = ("request", "response", "stream", "analysis", "compaction", "context")
+PROCESSOR_SIGNAL: Final = "compaction.processor.signal"
+PROCESSOR_TRANSPORT: Final = "compaction.processor.transport"
+PROCESSOR_REASON: Final = "compaction.processor.reason"
+
+ALL_METRICS: Final = (
+    METRIC_TOKEN_USAGE,
+    METRIC_OPERATION_DURATION,
+    METRIC_COMPACTIONS,
+    METRIC_FINDINGS,
+    METRIC_PHASE_TRANSITIONS,
+    METRIC_TOKEN_FRACTION,
+    METRIC_COMPACTION_TOKEN_FRACTION,
+    METRIC_INTERVAL,
+    METRIC_RECLAIMED,
+    METRIC_RESIDUAL,
+    METRIC_GENERATION,
+    METRIC_LIVELOCKED,
+    METRIC_ACTIVE,
+    METRIC_INSTRUMENTATION_ERRORS,
+    METRIC_PROCESSOR_RECEIVED,
+    METRIC_PROCESSOR_REJECTED,
+    METRIC_PROCESSOR_DROPPED,
+    METRIC_PROCESSOR_FORWARDED,
+    METRIC_PROCESSOR_QUEUE,
+)
+
+
+def all_attribute_names() -> frozenset[str]:
+    """Every attribute key, span name and event name defined in this module."""
+    names = {
+        value
+        for key, value in globals().items()
+        if key.isupper() and isinstance(value, str) and ("." in value or value == SPAN_COMPACTION)
+    }
+    names.discard(ENV_CAPTURE_MESSAGE_CONTENT)
+    for spec in ALL_METRICS:
+        names.update(spec.attributes)
+    return frozenset(names)

@@ -1,0 +1,97 @@
+"""The telemetry contract: names defined once, documented, and used only from semconv."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from otel_compaction import semconv
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "otel_compaction"
+DOC = (ROOT / "docs" / "semantic-conventions.md").read_text(encoding="utf-8")
+TELEMETRY_NAME = re.compile(r"^(gen_ai|compaction)\.[a-z0-9_]+(\.[a-z0-9_]+)*$")
+
+
+def test_every_attribute_name_is_documented() -> None:
+    """Each attribute, span and event name in semconv appears in the conventions page."""
+    missing = sorted(n for n in semconv.all_attribute_names() if f"`{n}`" not in DOC)
+    assert not missing, f"document these in docs/semantic-conventions.md: {missing}"
+
+
+def test_every_metric_is_documented_with_its_prometheus_name() -> None:
+    """Each metric's OTel name and Prometheus name appear in the conventions page."""
+    for spec in semconv.ALL_METRICS:
+        assert f"`{spec.name}`" in DOC, spec.name
+        assert f"`{spec.prometheus}`" in DOC, spec.prometheus
+
+
+def test_metric_names_are_unique() -> None:
+    """No two metric specs share an OTel or a Prometheus name."""
+    names = [s.name for s in semconv.ALL_METRICS]
+    prom = [s.prometheus for s in semconv.ALL_METRICS]
+    assert len(set(names)) == len(names)
+    assert len(set(prom)) == len(prom)
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        (semconv.METRIC_COMPACTIONS, "compaction_compactions_total"),
+        (semconv.METRIC_FINDINGS, "compaction_findings_total"),
+        (semconv.METRIC_OPERATION_DURATION, "gen_ai_client_operation_duration_seconds"),
+        (semconv.METRIC_TOKEN_USAGE, "gen_ai_client_token_usage"),
+        (semconv.METRIC_LIVELOCKED, "compaction_conversations_livelocked"),
+        (semconv.METRIC_INTERVAL, "compaction_cycle_interval"),
+    ],
+)
+def test_prometheus_names_follow_the_collector_translation(
+    spec: semconv.MetricSpec, expected: str
+) -> None:
+    """Dots become underscores, seconds get a suffix, braces are dropped, counters end _total."""
+    assert spec.prometheus == expected
+
+
+def test_no_unit_one() -> None:
+    """Unit "1" is avoided because the SDK and the Collector translate it differently."""
+    assert all(spec.unit != "1" for spec in semconv.ALL_METRICS)
+
+
+def test_histograms_have_sorted_bucket_advice() -> None:
+    """Every histogram carries strictly increasing explicit bucket boundaries."""
+    for spec in semconv.ALL_METRICS:
+        if spec.kind == "histogram":
+            assert spec.buckets, spec.name
+            assert list(spec.buckets) == sorted(set(spec.buckets)), spec.name
+
+
+def _string_constants(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [
+        (node.lineno, node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+
+
+def test_code_uses_no_telemetry_name_outside_semconv() -> None:
+    """A telemetry-looking string literal anywhere but semconv.py is a contract breach."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "semconv.py":
+            continue
+        for lineno, value in _string_constants(path):
+            if TELEMETRY_NAME.match(value):
+                offenders.append(f"{path.relative_to(ROOT)}:{lineno}: {value!r}")
+    assert not offenders, "import these names from otel_compaction.semconv:\n" + "\n".join(
+        offenders
+    )
+
+
+def test_every_finding_kind_has_a_flag() -> None:
+    """Each finding kind maps to a compaction.flag.* attribute."""
+    assert set(semconv.FLAG_BY_KIND) == set(semconv.FindingKind)
+    assert all(v.startswith("compaction.flag.") for v in semconv.FLAG_BY_KIND.values())
