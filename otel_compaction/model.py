@@ -79,6 +79,10 @@ class TurnObservation:
         tool_calls: names of the tools the response asked to call (phase inference).
         window: the context window if the caller knows it (overrides the table).
         timestamp: seconds since the epoch, when known.
+        tool_arguments: the arguments of each call in ``tool_calls`` (same order;
+            JSON text or a command line, None when unknown), so a shell call that
+            runs the tests counts as ``test`` (``signals.tools.categorize_tool``).
+            Empty when unknown.
     """
 
     context_tokens: int
@@ -88,6 +92,7 @@ class TurnObservation:
     tool_calls: tuple[str, ...] = ()
     window: int | None = None
     timestamp: float | None = None
+    tool_arguments: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

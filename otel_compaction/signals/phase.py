@@ -1,0 +1,221 @@
+"""The phase of one conversation: reported by the agent or inferred from its tool calls.
+
+:class:`PhaseTracker` runs the forward filter of the hidden Markov model in
+:mod:`~otel_compaction.signals.phase_model` once per turn, and takes the
+agent's own reports (:class:`~otel_compaction.model.PhaseReport`) as the belief
+whenever they come. Per turn it costs one 4x4 matrix-vector product and a few
+vector operations.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from otel_compaction.config import Settings
+from otel_compaction.model import PhaseEstimate, PhaseReport, PhaseTransition
+from otel_compaction.semconv import PhaseSource
+from otel_compaction.signals.phase_model import (
+    FloatArray,
+    emission_matrix,
+    entropy_of_distribution,
+    filter_step,
+    flip_probability,
+    normalize,
+    transition_matrix,
+    turn_likelihood,
+)
+from otel_compaction.signals.tools import ToolCategorizer, ToolCategory
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_REPORTED_CONFIDENCE = 0.9
+"""Confidence given to a report that names a phase without a confidence or distribution.
+
+A bare name is an assertion without calibration; 0.9 keeps its transition
+likelihood well under the default veto (about 0.23) while leaving the filter
+room to move on the next turns' evidence.
+"""
+
+MAX_WARNED_PHASES = 64
+_warned_phases: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def reported_distribution(report: PhaseReport, phases: Sequence[str]) -> FloatArray | None:
+    """The belief a report stands for, aligned with ``phases``; ``None`` if it names no phase.
+
+    A full ``distribution`` is normalised (names outside ``phases``, negative
+    and NaN values are dropped); otherwise ``report.name`` gets ``confidence``
+    (clipped to [0, 1], NaN as 0; :data:`DEFAULT_REPORTED_CONFIDENCE` when absent) and the
+    rest is spread evenly over the other phases.
+    """
+    if report.distribution:
+        weights = [_finite(report.distribution.get(name, 0.0)) for name in phases]
+        if sum(weights) > 0.0:
+            return normalize(weights)
+    if report.name not in phases:
+        return None
+    k = len(phases)
+    if k == 1:
+        return np.ones(1)
+    conf = DEFAULT_REPORTED_CONFIDENCE if report.confidence is None else report.confidence
+    conf = 0.0 if math.isnan(conf) else min(1.0, max(0.0, conf))
+    belief = np.full(k, (1.0 - conf) / (k - 1))
+    belief[list(phases).index(report.name)] = conf
+    return belief
+
+
+def _finite(value: float) -> float:
+    return value if isinstance(value, int | float) and math.isfinite(value) and value > 0 else 0.0
+
+
+class PhaseTracker:
+    """The phase of one conversation, turn by turn.
+
+    Call :meth:`report` whenever the agent states its phase and
+    :meth:`observe_turn` once per turn. A report made since the previous turn
+    is that turn's estimate (``source=reported``, no tool evidence applied);
+    otherwise the turn's tool calls update the filtered belief
+    (``source=inferred``). After each turn, :attr:`last_transition` holds the
+    change of the most likely phase first seen on that turn, or ``None``.
+
+    Not thread-safe: one tracker belongs to one conversation.
+    """
+
+    __slots__ = (
+        "_belief",
+        "_categorize",
+        "_current",
+        "_emissions",
+        "_last_name",
+        "_last_transition",
+        "_pending_report",
+        "_phases",
+        "_transitions",
+        "_turns",
+    )
+
+    def __init__(self, settings: Settings) -> None:
+        self._phases = tuple(settings.phases)
+        self._transitions = transition_matrix(len(self._phases), settings.phase_stickiness)
+        self._emissions = emission_matrix(self._phases)
+        self._categorize = ToolCategorizer(settings.tool_categories)
+        self._belief: FloatArray = np.full(len(self._phases), 1.0 / len(self._phases))
+        self._current = self._estimate(PhaseSource.INFERRED)
+        self._pending_report = False
+        self._last_name: str | None = None
+        self._last_transition: PhaseTransition | None = None
+        self._turns = 0
+
+    @property
+    def phases(self) -> tuple[str, ...]:
+        """The phase labels, in the order of every distribution."""
+        return self._phases
+
+    @property
+    def current(self) -> PhaseEstimate:
+        """The latest estimate, a report made after the last turn included (uniform at first)."""
+        return self._current
+
+    @property
+    def last_transition(self) -> PhaseTransition | None:
+        """The phase change first seen on the most recent turn, if any."""
+        return self._last_transition
+
+    @property
+    def transitions(self) -> FloatArray:
+        """The transition matrix A (read-only)."""
+        return self._transitions
+
+    def report(self, report: PhaseReport) -> PhaseEstimate:
+        """Take the agent's report as the belief; it is the next turn's estimate.
+
+        A report naming no configured phase logs one warning and is ignored
+        (the current estimate is returned unchanged).
+        """
+        belief = reported_distribution(report, self._phases)
+        if belief is None:
+            _warn_unknown_phase(report.name, self._phases)
+            return self._current
+        self._belief = belief
+        self._pending_report = True
+        self._current = self._estimate(PhaseSource.REPORTED)
+        return self._current
+
+    def observe_turn(
+        self,
+        tool_calls: Sequence[str],
+        arguments: Sequence[str | None] | None = None,
+        turn_index: int | None = None,
+    ) -> PhaseEstimate:
+        """Advance one turn with the tool calls its response asked for.
+
+        Args:
+            tool_calls: tool names, in the order the response gave them.
+            arguments: each call's arguments (JSON text) where known, aligned
+                with ``tool_calls``; used for shell and editor tools.
+            turn_index: the analyzer's turn number, for :attr:`last_transition`;
+                this tracker counts turns itself when it is omitted.
+        """
+        self._turns = self._turns + 1 if turn_index is None else turn_index
+        if self._pending_report:
+            self._pending_report = False
+        else:
+            evidence = self.categories(tool_calls, arguments)
+            likelihood = turn_likelihood(self._emissions, evidence)
+            self._belief = filter_step(self._belief, self._transitions, likelihood)
+            self._current = self._estimate(PhaseSource.INFERRED)
+        self._note_transition()
+        return self._current
+
+    def categories(
+        self, tool_calls: Sequence[str], arguments: Sequence[str | None] | None = None
+    ) -> tuple[ToolCategory, ...]:
+        """The category of each call (empty for a turn without tool calls)."""
+        args = arguments or ()
+        return tuple(
+            self._categorize(name, args[i] if i < len(args) else None)
+            for i, name in enumerate(tool_calls)
+        )
+
+    def _note_transition(self) -> None:
+        name = self._current.name
+        previous, self._last_name = self._last_name, name
+        if previous is None or previous == name:
+            self._last_transition = None
+            return
+        self._last_transition = PhaseTransition(
+            from_phase=previous,
+            to_phase=name,
+            turn_index=self._turns,
+            transition_likelihood=self._current.transition_likelihood,
+        )
+
+    def _estimate(self, source: PhaseSource) -> PhaseEstimate:
+        p = self._belief
+        c = int(np.argmax(p))
+        return PhaseEstimate(
+            name=self._phases[c],
+            confidence=float(p[c]),
+            entropy=entropy_of_distribution(p),
+            transition_likelihood=flip_probability(p, self._transitions),
+            source=source,
+            distribution=tuple(p.tolist()),
+        )
+
+
+def _warn_unknown_phase(name: str, phases: Sequence[str]) -> None:
+    with _warned_lock:
+        if name in _warned_phases or len(_warned_phases) >= MAX_WARNED_PHASES:
+            return
+        _warned_phases.add(name)
+    logger.warning(
+        "ignoring reported phase %r: not one of the configured phases (%s)",
+        name,
+        ", ".join(phases),
+    )

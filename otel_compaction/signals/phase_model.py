@@ -1,0 +1,207 @@
+"""The hidden Markov model of task phases: its matrices and the pure filter maths.
+
+States are ``Settings.phases`` in order (default explore, hypothesize, patch,
+verify); observations are the :class:`~otel_compaction.signals.tools.ToolCategory`
+of each turn. Everything here is a pure function of its arguments; the stateful
+filter is :class:`~otel_compaction.signals.phase.PhaseTracker`. The formulas and
+worked numbers are in ``docs/signals.md``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from otel_compaction.signals.tools import CATEGORIES, ToolCategory
+
+FloatArray = npt.NDArray[np.float64]
+
+PROGRESSION_SHARE: Final = 0.7
+"""Share of the mass leaving phase i < K-1 that goes to phase i+1 (the next step)."""
+LOOP_BACK_SHARE: Final = 0.6
+"""Share of the mass leaving the last phase that goes back one (verify -> patch: fix again)."""
+RESTART_SHARE: Final = 0.3
+"""Share of the mass leaving the last phase that goes to the first (verify -> explore)."""
+
+# P(tool category | phase), columns in CATEGORIES order: read, edit, test, run, none.
+# Hypothesize edits now and then (a debug print, an experiment), so the first
+# edit after it straddles hypothesize and patch instead of flipping at once.
+_EMISSIONS: Mapping[str, tuple[float, ...]] = MappingProxyType(
+    {
+        "explore": (0.62, 0.03, 0.03, 0.17, 0.15),
+        "hypothesize": (0.35, 0.10, 0.04, 0.09, 0.42),
+        "patch": (0.20, 0.66, 0.04, 0.05, 0.05),
+        "verify": (0.08, 0.07, 0.55, 0.22, 0.08),
+    }
+)
+DEFAULT_EMISSIONS: Final = _EMISSIONS
+"""Emission rows of the default phases, by phase name."""
+
+# Other names a configured phase may go by; their rows come from the default phase.
+PHASE_ALIASES: Mapping[str, str] = MappingProxyType(
+    {
+        "research": "explore",
+        "investigate": "explore",
+        "explore_code": "explore",
+        "plan": "hypothesize",
+        "planning": "hypothesize",
+        "diagnose": "hypothesize",
+        "think": "hypothesize",
+        "implement": "patch",
+        "code": "patch",
+        "edit": "patch",
+        "fix": "patch",
+        "test": "verify",
+        "validate": "verify",
+        "review": "verify",
+    }
+)
+
+
+@functools.lru_cache(maxsize=32)
+def transition_matrix(phase_count: int, stickiness: float) -> FloatArray:
+    """The row-stochastic transition matrix A over ``phase_count`` ordered phases.
+
+    ``A[i, i] = stickiness``; the mass ``1 - stickiness`` that leaves phase i goes
+    70% to phase i+1 for i < K-1, and from the last phase 60% back to K-2 and
+    30% to phase 0; what remains is spread evenly over the other phases. The
+    returned array is read-only and shared.
+    """
+    k = phase_count
+    a = np.zeros((k, k))
+    for i in range(k):
+        if k == 1:
+            a[i, i] = 1.0
+            continue
+        a[i] = _leaving_weights(i, k) * (1.0 - stickiness)
+        a[i, i] = stickiness
+    a.setflags(write=False)
+    return a
+
+
+def _leaving_weights(i: int, k: int) -> FloatArray:
+    """Where the mass leaving phase i goes, as weights over j != i summing to 1."""
+    w = np.zeros(k)
+    favoured: dict[int, float] = (
+        {i + 1: PROGRESSION_SHARE}
+        if i < k - 1
+        else {k - 2: LOOP_BACK_SHARE, 0: RESTART_SHARE}
+        if k > 2
+        else {0: 1.0}
+    )
+    for j, share in favoured.items():
+        w[j] += share
+    others = [j for j in range(k) if j != i and j not in favoured]
+    rest = 1.0 - sum(favoured.values())
+    for j in others:
+        w[j] += rest / len(others)
+    result: FloatArray = w / w.sum()
+    return result
+
+
+@functools.lru_cache(maxsize=32)
+def emission_matrix(phases: tuple[str, ...]) -> FloatArray:
+    """P(category | phase) as a K x 5 read-only array (rows sum to 1).
+
+    Default phases (and their aliases) get their documented row; a phase name we
+    know nothing about gets a uniform row, so only the transitions inform it.
+    """
+    uniform = (1.0 / len(CATEGORIES),) * len(CATEGORIES)
+    rows = []
+    for phase in phases:
+        key = phase.strip().lower()
+        rows.append(_EMISSIONS.get(PHASE_ALIASES.get(key, key), uniform))
+    b = np.array(rows, dtype=np.float64)
+    b /= b.sum(axis=1, keepdims=True)
+    b.setflags(write=False)
+    return b
+
+
+def turn_likelihood(emissions: FloatArray, categories: Sequence[ToolCategory]) -> FloatArray:
+    """P(this turn's evidence | phase) for each phase.
+
+    A turn with several calls counts as one observation whose category is drawn
+    from its calls (the mean of their columns), so a burst of parallel reads is
+    not five times the evidence of one; no call at all is ``none``.
+    """
+    if not categories:
+        return emissions[:, _COLUMN[ToolCategory.NONE]]
+    if len(categories) == 1:
+        return emissions[:, _COLUMN[categories[0]]]
+    columns = [_COLUMN[c] for c in categories]
+    result: FloatArray = emissions[:, columns].mean(axis=1)
+    return result
+
+
+_COLUMN: Final = {category: index for index, category in enumerate(CATEGORIES)}
+
+
+def filter_step(belief: FloatArray, transitions: FloatArray, likelihood: FloatArray) -> FloatArray:
+    """One forward-filter step: ``b' ∝ (b A) ⊙ L`` (predict, then update).
+
+    When the evidence has zero likelihood under every phase the prediction is
+    returned unchanged rather than a division by zero.
+    """
+    predicted = belief @ transitions
+    posterior = predicted * likelihood
+    total = float(posterior.sum())
+    if not total > 0.0:
+        return normalize(predicted)
+    result: FloatArray = posterior / total
+    return result
+
+
+def normalize(weights: Sequence[float] | FloatArray) -> FloatArray:
+    """Weights scaled to sum to 1; NaN, infinite and negative weights count as 0.
+
+    All-zero weights give the uniform distribution.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    w = np.where(np.isfinite(w) & (w > 0.0), w, 0.0)
+    if len(w) == 0 or not float(w.max()) > 0.0:
+        return np.full(len(w), 1.0 / max(len(w), 1))
+    w = w / w.max()  # scale first: a sum of huge weights must not overflow
+    result: FloatArray = w / w.sum()
+    return result
+
+
+def normalized_entropy(p: Sequence[float] | FloatArray) -> float:
+    """Shannon entropy of ``p`` divided by ``log K``, in [0, 1]; 0.0 when K <= 1.
+
+    ``p`` is normalised first; zero entries contribute nothing (0 log 0 = 0).
+    """
+    return entropy_of_distribution(normalize(p))
+
+
+def transition_likelihood(p: Sequence[float] | FloatArray, transitions: FloatArray) -> float:
+    """Probability that next turn's phase is not today's most likely phase.
+
+    With ``c = argmax p`` and the one-step prediction ``p A``:
+    ``1 - (p A)_c = 1 - sum_i p_i A[i, c]``, in [0, 1]. It is ``1 - A[c, c]``
+    (0.15 by default) for a certain belief and grows as the mass on ``c``
+    shrinks or sits on phases that rarely move into ``c``. ``p`` is normalised first.
+    """
+    return flip_probability(normalize(p), transitions)
+
+
+def entropy_of_distribution(q: FloatArray) -> float:
+    """:func:`normalized_entropy` of a vector already known to be a distribution."""
+    k = len(q)
+    if k <= 1:
+        return 0.0
+    nz = q[q > 0.0]
+    h = -float(np.dot(nz, np.log(nz)))
+    return min(1.0, max(0.0, h / math.log(k)))
+
+
+def flip_probability(q: FloatArray, transitions: FloatArray) -> float:
+    """:func:`transition_likelihood` of a vector already known to be a distribution."""
+    c = int(np.argmax(q))
+    stay = float(np.dot(q, transitions[:, c]))
+    return min(1.0, max(0.0, 1.0 - stay))

@@ -1,0 +1,141 @@
+"""Tool categorisation: names, shell command lines, editor sub-commands, overrides."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from otel_compaction.config import Settings
+from otel_compaction.signals import (
+    DEFAULT_TOOL_CATEGORIES,
+    ToolCategorizer,
+    ToolCategory,
+    categorize_command,
+    categorize_tool,
+)
+from otel_compaction.signals import tools as tools_module
+
+R, E, T, U, N = (
+    ToolCategory.READ,
+    ToolCategory.EDIT,
+    ToolCategory.TEST,
+    ToolCategory.RUN,
+    ToolCategory.NONE,
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "category"),
+    [
+        ("read_file", R),
+        ("Read", R),
+        ("view", R),
+        ("Grep", R),
+        ("Glob", R),
+        ("ls", R),
+        ("web_fetch", R),
+        ("WebFetch", R),
+        ("Edit", E),
+        ("MultiEdit", E),
+        ("str_replace", E),
+        ("Write", E),
+        ("apply_patch", E),
+        ("run_tests", T),
+        ("pytest", T),
+        ("TodoWrite", N),
+        ("update_plan", N),
+        ("mcp__filesystem__read_file", R),
+        ("functions.apply_patch", E),
+        ("searchCodebase", R),
+        ("write_config", E),
+        ("run_integration_tests", T),
+        ("deploy_service", U),
+        ("bash", U),
+    ],
+)
+def test_names_map_to_categories(name: str, category: ToolCategory) -> None:
+    """Known names, namespaced names and name words resolve to their category."""
+    assert categorize_tool(name) is category
+
+
+@pytest.mark.parametrize(
+    ("command", "category"),
+    [
+        ("pytest -q tests/test_fixture.py", T),
+        ("python -m pytest -x", T),
+        ("cd app && npm test", T),
+        ("go test ./...", T),
+        ("cargo test --lib", T),
+        ("make test", T),
+        ("sed -i 's/old/new/' conftest.py", E),
+        ("git apply fix.patch", E),
+        ("cat > notes.txt <<EOF\nhello\nEOF", E),
+        ("echo 'x = 1' > config.py", E),
+        ("grep -rn stale_fixture tests | head -20", R),
+        ("cd src && git diff HEAD~1", R),
+        ("ls -la 2>&1 >/dev/null", R),
+        ("sed -n 1,40p app.py", R),
+        ("python scripts/migrate.py", U),
+        ("git commit -m wip", U),
+        ("", U),
+    ],
+)
+def test_shell_commands_map_to_categories(command: str, category: ToolCategory) -> None:
+    """A shell command line is a test run, an edit, a read-only look, or another run."""
+    assert categorize_command(command) is category
+    assert categorize_tool("Bash", json.dumps({"command": command})) is category
+
+
+def test_shell_arguments_in_every_shape() -> None:
+    """Shell arguments may be a JSON object, an argv list, or a bare command line."""
+    argv = json.dumps({"command": ["bash", "-lc", "pytest -q"]})
+    assert categorize_tool("shell", argv) is T
+    assert categorize_tool("exec_command", json.dumps({"cmd": "rg TODO"})) is R
+    assert categorize_tool("bash", "pytest tests/") is T
+    assert categorize_tool("bash", "{not json") is U
+
+
+def test_editor_tool_view_reads_and_other_commands_edit() -> None:
+    """str_replace_based_edit_tool with command=view reads; its other commands edit."""
+    view = json.dumps({"command": "view", "path": "app.py"})
+    replace = json.dumps({"command": "str_replace", "path": "app.py"})
+    assert categorize_tool("str_replace_based_edit_tool", view) is R
+    assert categorize_tool("str_replace_based_edit_tool", replace) is E
+    assert categorize_tool("str_replace_based_edit_tool") is E
+
+
+def test_overrides_win_over_everything() -> None:
+    """Settings.tool_categories overrides the table and command analysis, case-insensitively."""
+    overrides = {"bash": "run", "Deploy": "test", "lookup": "search"}
+    assert categorize_tool("bash", '{"command": "pytest"}', overrides) is U
+    assert categorize_tool("deploy", None, overrides) is T
+    assert categorize_tool("lookup", None, overrides) is R
+
+
+def test_categorizer_validates_overrides_once(caplog: pytest.LogCaptureFixture) -> None:
+    """An override naming no category is ignored, with one warning however many trackers."""
+    settings = Settings(tool_categories={"Read": "bogus", "deploy": "test"})
+    with caplog.at_level(logging.WARNING, logger=tools_module.__name__):
+        categorize = ToolCategorizer(settings.tool_categories)
+        ToolCategorizer(settings.tool_categories)  # a second conversation: no new warning
+        assert categorize("Read") is R
+        assert categorize("Read") is R
+        assert categorize("deploy") is T
+    assert len(caplog.records) == 1
+    assert "bogus" in caplog.records[0].getMessage()
+
+
+def test_categorizer_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The name cache never grows past MAX_CACHED entries."""
+    monkeypatch.setattr(ToolCategorizer, "MAX_CACHED", 4)
+    categorize = ToolCategorizer()
+    for i in range(10):
+        categorize(f"tool_{i}")
+    assert len(categorize._cache) <= 4
+
+
+def test_default_table_uses_lower_case_names() -> None:
+    """Every key of the default table is lower case, so lookups can lower-case the name."""
+    assert all(name == name.lower() for name in DEFAULT_TOOL_CATEGORIES)
