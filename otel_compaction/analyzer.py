@@ -1,0 +1,338 @@
+"""The per-conversation engine: signals, lineage and detectors glued together.
+
+``ConversationAnalyzer`` follows one conversation turn by turn; it is what the
+instrumentation, the transcript importers and the processor service all feed.
+``ConversationRegistry`` holds many of them, bounded (LRU) and expiring when
+idle, and tells its listeners about every finding.
+
+Order of calls on a conversation: ``report_phase`` whenever the agent knows its
+phase; ``observe_compaction`` as soon as a compaction is known and *before*
+``observe_turn`` of the first call that sees the compacted context;
+``observe_turn`` once per LLM call. Every call is thread-safe and cheap (a few
+dozen arithmetic operations per turn; text matching only on compactions).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+from otel_compaction.config import Settings
+from otel_compaction.detectors import DEFAULT_DETECTORS, DetectionContext, Detector, run_detectors
+from otel_compaction.lineage import LineageTracker
+from otel_compaction.model import (
+    CompactionAnalysis,
+    CompactionObservation,
+    CompactionRecord,
+    Finding,
+    PhaseEstimate,
+    PhaseReport,
+    Pressure,
+    TurnAnalysis,
+    TurnObservation,
+)
+from otel_compaction.semconv import CompactionMode, FindingKind
+from otel_compaction.signals.phase import PhaseTracker
+from otel_compaction.signals.pressure import PressureTracker
+from otel_compaction.signals.tokens import estimate_tokens
+from otel_compaction.signals.windows import context_window
+
+logger = logging.getLogger(__name__)
+
+Clock = Callable[[], float]
+FindingListener = Callable[[Finding], None]
+
+
+class ConversationAnalyzer:
+    """Signals, lineage and findings of one conversation.
+
+    Args:
+        conversation_id: the conversation's id (``compaction.conversation.id``).
+        settings: thresholds and bounds.
+        detectors: the rules run on every compaction.
+        clock: seconds, monotonic; used for idle expiry.
+        on_finding: called with each finding after the call that raised it
+            (outside this analyzer's lock).
+    """
+
+    def __init__(
+        self,
+        conversation_id: str,
+        settings: Settings | None = None,
+        *,
+        detectors: Sequence[Detector] = DEFAULT_DETECTORS,
+        clock: Clock = time.monotonic,
+        on_finding: FindingListener | None = None,
+    ) -> None:
+        self.conversation_id = conversation_id
+        self.settings = settings or Settings.from_env()
+        self._detectors = tuple(detectors)
+        self._clock = clock
+        self._on_finding = on_finding
+        self._lock = threading.Lock()
+        self._pressure_tracker = PressureTracker(self.settings)
+        self._phase_tracker = PhaseTracker(self.settings)
+        self._lineage = LineageTracker(conversation_id, self.settings)
+        self._turn_index = 0
+        self._pressure: Pressure | None = None
+        self._phase_known = False
+        self._compacted_pending = False
+        self._livelocked = False
+        self._phase_since = 0
+        self.last_seen = clock()
+
+    # ----------------------------------------------------------------- state
+
+    @property
+    def turn_index(self) -> int:
+        """The number of turns observed so far (the last turn's 1-based index)."""
+        return self._turn_index
+
+    @property
+    def compactions(self) -> tuple[CompactionRecord, ...]:
+        """The remembered compactions, oldest first (bounded)."""
+        with self._lock:
+            return self._lineage.records
+
+    @property
+    def livelocked(self) -> bool:
+        """Whether the conversation is in re-expansion livelock.
+
+        Set by a ``reexpansion_livelock`` finding; cleared by a later compaction
+        that is not flagged and either starts a new lineage or comes after a
+        longer interval than the one before it (the cadence recovered).
+        """
+        return self._livelocked
+
+    @property
+    def pressure(self) -> Pressure | None:
+        """The pressure after the last turn, None before the first."""
+        return self._pressure
+
+    @property
+    def phase(self) -> PhaseEstimate | None:
+        """The current phase, reports included; None until a turn or a report."""
+        with self._lock:
+            return self._phase_tracker.current if self._phase_known else None
+
+    @property
+    def phase_turns(self) -> int:
+        """How many turns the current most likely phase has lasted (0 before any turn)."""
+        return self._turn_index - self._phase_since if self._turn_index else 0
+
+    def is_known_summary(self, text: str) -> str | None:
+        """The id of the compaction whose summary ``text`` is (or contains), if any."""
+        with self._lock:
+            return self._lineage.is_known_summary(text)
+
+    # ----------------------------------------------------------------- input
+
+    def report_phase(self, report: PhaseReport) -> PhaseEstimate:
+        """Take the agent's own statement of its phase (any time)."""
+        with self._lock:
+            self.last_seen = self._clock()
+            self._phase_known = True
+            return self._phase_tracker.report(report)
+
+    def observe_turn(self, obs: TurnObservation) -> TurnAnalysis:
+        """Account one LLM call and return its signals."""
+        with self._lock:
+            self.last_seen = self._clock()
+            self._turn_index += 1
+            turn = self._turn_index
+            window = obs.window or context_window(obs.model, self.settings)
+            self._pressure = self._pressure_tracker.observe(
+                obs.context_tokens, window, obs.tool_output_tokens
+            )
+            phase = self._phase_tracker.observe_turn(
+                obs.tool_calls, obs.tool_arguments or None, turn_index=turn
+            )
+            self._phase_known = True
+            transition = self._phase_tracker.last_transition
+            if transition is not None or turn == 1:
+                self._phase_since = turn - 1
+            self._lineage.observe_turn(turn, obs.context_tokens, obs.new_content_tokens)
+            compacted, self._compacted_pending = self._compacted_pending, False
+            return TurnAnalysis(
+                conversation_id=self.conversation_id,
+                turn_index=turn,
+                pressure=self._pressure,
+                phase=phase,
+                transition=transition,
+                compacted=compacted,
+            )
+
+    def observe_compaction(self, obs: CompactionObservation) -> CompactionAnalysis:
+        """Record a compaction, run the detectors, and return the analysis."""
+        with self._lock:
+            analysis = self._compaction(obs)
+        self._notify(analysis.findings)
+        return analysis
+
+    def _compaction(self, obs: CompactionObservation) -> CompactionAnalysis:
+        self.last_seen = self._clock()
+        history = self._lineage.records
+        window = self._pressure.window if self._pressure else None
+        if window is None:
+            window = context_window(None, self.settings)
+        record = self._lineage.observe_compaction(obs, window=window)
+        phase = self._phase_tracker.current if self._phase_known else None
+        ctx = DetectionContext(
+            record=record,
+            settings=self.settings,
+            history=history,
+            pressure=self._pressure,
+            phase=phase,
+            compacted_tokens=compacted_tokens(obs),
+        )
+        findings = run_detectors(ctx, self._detectors)
+        self._update_livelock(record, history, findings)
+        self._compacted_pending = True
+        if obs.mode is CompactionMode.PRUNE:
+            self._pressure_tracker.clear()  # the pruned tool outputs no longer weigh
+        return CompactionAnalysis(record, self._pressure, phase, findings)
+
+    def _update_livelock(
+        self,
+        record: CompactionRecord,
+        history: tuple[CompactionRecord, ...],
+        findings: tuple[Finding, ...],
+    ) -> None:
+        if any(f.kind is FindingKind.REEXPANSION_LIVELOCK for f in findings):
+            self._livelocked = True
+            return
+        if not self._livelocked:
+            return
+        previous = history[-1].cycle if history else None
+        recovered = (
+            record.cycle is not None
+            and previous is not None
+            and record.cycle.interval_turns > previous.interval_turns
+        )
+        if record.parent_id is None or recovered:
+            self._livelocked = False
+
+    def _notify(self, findings: tuple[Finding, ...]) -> None:
+        if self._on_finding is None:
+            return
+        for finding in findings:
+            self._on_finding(finding)
+
+
+def compacted_tokens(obs: CompactionObservation) -> int | None:
+    """Size of the compacted region: from its texts, else before minus the retained tail."""
+    if obs.compacted_texts:
+        return sum(estimate_tokens(t) for t in obs.compacted_texts)
+    if obs.tokens_before is not None and obs.retained_tail_tokens is not None:
+        return max(0, obs.tokens_before - obs.retained_tail_tokens)
+    return None
+
+
+class ConversationRegistry:
+    """Many conversations' analyzers: LRU-bounded, idle-expiring, thread-safe.
+
+    Args:
+        settings: thresholds; ``max_conversations`` bounds the registry and
+            ``conversation_idle_seconds`` is the idle time before expiry.
+        clock: seconds, monotonic (injectable for tests).
+        detectors: the rules every analyzer runs.
+
+    Listeners are called with every finding, on the thread that observed the
+    compaction; a listener that raises is logged and the others still run.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        clock: Clock = time.monotonic,
+        detectors: Sequence[Detector] = DEFAULT_DETECTORS,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self._clock = clock
+        self._detectors = tuple(detectors)
+        self._lock = threading.Lock()
+        self._analyzers: OrderedDict[str, ConversationAnalyzer] = OrderedDict()
+        self._listeners: tuple[FindingListener, ...] = ()
+
+    def get(self, conversation_id: str) -> ConversationAnalyzer:
+        """The conversation's analyzer, created on first use (evicting the least recent)."""
+        with self._lock:
+            analyzer = self._analyzers.get(conversation_id)
+            if analyzer is not None:
+                self._analyzers.move_to_end(conversation_id)
+                analyzer.last_seen = self._clock()
+                return analyzer
+            self._expire_head()
+            analyzer = ConversationAnalyzer(
+                conversation_id,
+                self.settings,
+                detectors=self._detectors,
+                clock=self._clock,
+                on_finding=self._dispatch,
+            )
+            self._analyzers[conversation_id] = analyzer
+            while len(self._analyzers) > self.settings.max_conversations:
+                self._analyzers.popitem(last=False)
+            return analyzer
+
+    def peek(self, conversation_id: str) -> ConversationAnalyzer | None:
+        """The conversation's analyzer if it is tracked, without creating or touching it."""
+        with self._lock:
+            return self._analyzers.get(conversation_id)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._analyzers)
+
+    def __contains__(self, conversation_id: object) -> bool:
+        with self._lock:
+            return conversation_id in self._analyzers
+
+    def ids(self) -> list[str]:
+        """The tracked conversation ids, least recently used first."""
+        with self._lock:
+            return list(self._analyzers)
+
+    def expire(self) -> list[str]:
+        """Drop every conversation idle for longer than the limit; return their ids."""
+        limit = self._clock() - self.settings.conversation_idle_seconds
+        with self._lock:
+            expired = [cid for cid, a in self._analyzers.items() if a.last_seen < limit]
+            for cid in expired:
+                del self._analyzers[cid]
+        return expired
+
+    def _expire_head(self) -> None:
+        """Drop idle conversations from the LRU end (cheap, amortised; lock held)."""
+        limit = self._clock() - self.settings.conversation_idle_seconds
+        while self._analyzers:
+            cid, oldest = next(iter(self._analyzers.items()))
+            if oldest.last_seen >= limit:
+                return
+            del self._analyzers[cid]
+
+    def livelocked_count(self) -> int:
+        """How many tracked conversations are currently in re-expansion livelock."""
+        with self._lock:
+            return sum(1 for a in self._analyzers.values() if a.livelocked)
+
+    def add_listener(self, listener: FindingListener) -> None:
+        """Call ``listener(finding)`` for every finding from now on."""
+        with self._lock:
+            self._listeners = (*self._listeners, listener)
+
+    def remove_listener(self, listener: FindingListener) -> None:
+        """Stop calling ``listener`` (no error when it was not registered)."""
+        with self._lock:
+            self._listeners = tuple(x for x in self._listeners if x != listener)
+
+    def _dispatch(self, finding: Finding) -> None:
+        for listener in self._listeners:
+            try:
+                listener(finding)
+            except Exception:  # a listener's bug must not break the observed agent
+                logger.exception("finding listener %r failed; continuing", listener)

@@ -1,0 +1,105 @@
+"""The one interface every detector implements, and the loop that runs them.
+
+A detector looks at one compaction in the state it fired in and returns a
+``Finding`` or None, like the tail-sampling processor's ``PolicyEvaluator``
+looks at one trace. Detectors are pure: same context, same answer; they keep
+no state of their own (the history they need is in the context).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from otel_compaction.config import Settings
+from otel_compaction.model import CompactionRecord, Finding, PhaseEstimate, Pressure
+from otel_compaction.semconv import FindingKind
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class DetectionContext:
+    """One compaction and the conversation state it fired in.
+
+    Args:
+        record: the compaction, with its lineage and cycle.
+        settings: the thresholds.
+        history: the conversation's earlier compactions, oldest first (bounded).
+        pressure: the pressure after the last turn before the compaction.
+        phase: the phase at the moment of the compaction: the estimate after the
+            last turn before it, including any phase report made since.
+        compacted_tokens: size of the compacted region when known (None: unknown).
+    """
+
+    record: CompactionRecord
+    settings: Settings
+    history: tuple[CompactionRecord, ...] = ()
+    pressure: Pressure | None = None
+    phase: PhaseEstimate | None = None
+    compacted_tokens: int | None = None
+
+    @property
+    def run(self) -> tuple[CompactionRecord, ...]:
+        """The conversation's compactions up to and including this one, oldest first."""
+        return (*self.history, self.record)
+
+    def finding(self, kind: FindingKind, rule: str, reason: str) -> Finding:
+        """A finding about this context's compaction."""
+        return Finding(
+            kind=kind,
+            conversation_id=self.record.conversation_id,
+            compaction_id=self.record.compaction_id,
+            turn=self.record.turn_index,
+            reason=reason,
+            rule=rule,
+        )
+
+
+class Detector(Protocol):
+    """Decides whether one compaction shows one kind of problem.
+
+    ``evaluate`` must be pure and cheap (it runs in the agent's process on every
+    compaction) and should not raise; ``run_detectors`` still guards it.
+    """
+
+    @property
+    def kind(self) -> FindingKind:
+        """The kind of finding this detector raises."""
+        ...
+
+    def evaluate(self, ctx: DetectionContext) -> Finding | None:
+        """The finding about ``ctx.record``, or None when there is nothing to report."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RuleDetector:
+    """A detector made of a pure function ``rule(ctx) -> Finding | None``."""
+
+    kind: FindingKind
+    rule: Callable[[DetectionContext], Finding | None]
+
+    def evaluate(self, ctx: DetectionContext) -> Finding | None:
+        """Apply the rule."""
+        return self.rule(ctx)
+
+
+def run_detectors(ctx: DetectionContext, detectors: Iterable[Detector]) -> tuple[Finding, ...]:
+    """Every finding the detectors raise about ``ctx``, in detector order.
+
+    A detector that raises is logged and skipped: a faulty rule must never break
+    the agent it observes.
+    """
+    findings: list[Finding] = []
+    for detector in detectors:
+        try:
+            found = detector.evaluate(ctx)
+        except Exception:  # a faulty detector must not break the host
+            logger.exception("detector %s failed; skipped", detector.kind.value)
+            continue
+        if found is not None:
+            findings.append(found)
+    return tuple(findings)

@@ -1,0 +1,242 @@
+"""The per-conversation lineage tracker: compaction ids, parents, generations, cycles.
+
+Lineage rules, first match wins:
+
+1. the observation names a ``parent_id``: that compaction is the parent (an
+   unknown parent, e.g. one evicted from memory, gives generation 1 and root =
+   the parent's id);
+2. ``continues_lineage=False``: a new lineage;
+3. a compacted message is (or contains) an earlier summary: the newest such
+   compaction is the parent;
+4. ``continues_lineage=True``: the previous compaction is the parent;
+5. the compacted texts were given, an earlier summary's text is remembered,
+   and none matched: built from raw turns only, a new lineage;
+6. nothing is known: summarize-then-truncate compacts everything before the
+   retained tail, and the previous summary sits at its head, so the compaction
+   continues the previous one if that one produced a summary (not failed, not
+   a prune) and this one is not a prune; otherwise a new lineage.
+
+A child has ``generation = parent.generation + 1`` and the parent's root; a new
+lineage has generation 0 and is its own root.
+
+Memory is bounded: at most ``Settings.max_compactions_per_conversation``
+records, and shingle sketches of the last ``SKETCH_MEMORY`` summaries only.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import deque
+from dataclasses import dataclass
+
+from otel_compaction.config import Settings
+from otel_compaction.lineage import text as txt
+from otel_compaction.lineage.cycles import CycleAccumulator
+from otel_compaction.lineage.schema import schema_coverage
+from otel_compaction.model import CompactionObservation, CompactionRecord
+from otel_compaction.semconv import CompactionMode
+from otel_compaction.signals.tokens import estimate_tokens
+
+SKETCH_MEMORY = 4
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    """A remembered summary: its compaction and shingle sketch."""
+
+    compaction_id: str
+    sketch: txt.Sketch
+
+
+@dataclass(frozen=True, slots=True)
+class _Lineage:
+    parent_id: str | None
+    root_id: str
+    generation: int
+
+
+class LineageTracker:
+    """Turns a conversation's turns and compaction observations into ``CompactionRecord``s.
+
+    Not thread-safe: the conversation's analyzer serialises calls.
+    """
+
+    __slots__ = ("_conversation_id", "_cycle", "_known", "_records", "_settings", "_turn_index")
+
+    def __init__(self, conversation_id: str, settings: Settings) -> None:
+        self._conversation_id = conversation_id
+        self._settings = settings
+        self._records: deque[CompactionRecord] = deque(
+            maxlen=settings.max_compactions_per_conversation
+        )
+        self._known: deque[_Known] = deque(maxlen=SKETCH_MEMORY)
+        self._cycle = CycleAccumulator()
+        self._turn_index = 0
+
+    @property
+    def records(self) -> tuple[CompactionRecord, ...]:
+        """The remembered compactions, oldest first."""
+        return tuple(self._records)
+
+    @property
+    def last(self) -> CompactionRecord | None:
+        """The latest compaction, if any."""
+        return self._records[-1] if self._records else None
+
+    def observe_turn(self, turn_index: int, context_tokens: int, new_content_tokens: int) -> None:
+        """Account one turn (one LLM call) in the current cycle."""
+        self._turn_index = max(self._turn_index, turn_index)
+        self._cycle.observe_turn(context_tokens, new_content_tokens)
+
+    def observe_compaction(
+        self, obs: CompactionObservation, *, window: int | None = None
+    ) -> CompactionRecord:
+        """Record a compaction and return it with its lineage, cycle and summary scores."""
+        compaction_id = obs.compaction_id or uuid.uuid4().hex
+        turn_index = obs.turn_index if obs.turn_index is not None else self._turn_index + 1
+        summary = obs.summary_text
+        summary_tokens = obs.summary_tokens
+        if summary_tokens is None and summary is not None:
+            summary_tokens = estimate_tokens(summary)
+        lineage = self._lineage(compaction_id, obs)
+        duplicated, carried = self._overlaps(summary, summary_tokens, obs, lineage.parent_id)
+        coverage, missing = schema_coverage(summary, self._settings.schema_fields)
+        record = CompactionRecord(
+            compaction_id=compaction_id,
+            conversation_id=self._conversation_id,
+            turn_index=turn_index,
+            source=obs.source,
+            mode=obs.mode,
+            trigger=obs.trigger,
+            tokens_before=obs.tokens_before,
+            tokens_after=obs.tokens_after,
+            summary_tokens=summary_tokens,
+            retained_tail_tokens=obs.retained_tail_tokens,
+            duplicated_tokens=duplicated,
+            carried_over_tokens=carried,
+            parent_id=lineage.parent_id,
+            root_id=lineage.root_id,
+            generation=lineage.generation,
+            cycle=self._cycle.close(self.last, turn_index, obs.tokens_before),
+            token_fraction=_fraction(obs.tokens_before, window),
+            failed=obs.failed,
+            summary_fingerprint=txt.fingerprint(summary) if summary else None,
+            schema_coverage=coverage,
+            missing_fields=missing,
+            timestamp=obs.timestamp,
+            window=window,
+        )
+        self._remember(record, summary)
+        return record
+
+    def is_known_summary(self, text: str) -> str | None:
+        """The id of the compaction whose summary ``text`` is (or contains), if any."""
+        fp = txt.fingerprint(text)
+        for record in reversed(self._records):
+            if record.summary_fingerprint == fp:
+                return record.compaction_id
+        return self._fuzzy_match(text)
+
+    def _fuzzy_match(self, text: str) -> str | None:
+        """The best containment match among the remembered sketches; newest wins ties."""
+        if not self._known:
+            return None
+        tokens = txt.words(text)
+        by_k: dict[int, set[int]] = {}
+        best: tuple[float, str] | None = None
+        for known in reversed(self._known):
+            k = known.sketch.k
+            if k not in by_k:
+                by_k[k] = txt.shingles(tokens, k)
+            score = txt.containment(known.sketch, by_k[k])
+            if score >= txt.CONTAINMENT_MATCH and (best is None or score > best[0]):
+                best = (score, known.compaction_id)
+        return best[1] if best else None
+
+    def _find(self, compaction_id: str) -> CompactionRecord | None:
+        for record in reversed(self._records):
+            if record.compaction_id == compaction_id:
+                return record
+        return None
+
+    def _lineage(self, compaction_id: str, obs: CompactionObservation) -> _Lineage:
+        parent_id = self._parent_id(obs)
+        if parent_id is None:
+            return _Lineage(None, compaction_id, 0)
+        parent = self._find(parent_id)
+        if parent is None:
+            return _Lineage(parent_id, parent_id, 1)
+        return _Lineage(parent_id, parent.root_id, parent.generation + 1)
+
+    def _parent_id(self, obs: CompactionObservation) -> str | None:
+        """Apply the lineage rules of the module docstring, in order."""
+        if obs.parent_id is not None:
+            return obs.parent_id
+        if obs.continues_lineage is False:
+            return None
+        matched = self._match_compacted(obs.compacted_texts)
+        if matched is not None:
+            return matched
+        previous = self.last
+        if obs.continues_lineage is True:
+            return previous.compaction_id if previous else None
+        if obs.compacted_texts and self._known:
+            return None
+        if previous is None or previous.failed or previous.mode is CompactionMode.PRUNE:
+            return None
+        return None if obs.mode is CompactionMode.PRUNE else previous.compaction_id
+
+    def _match_compacted(self, texts: tuple[str, ...]) -> str | None:
+        """The newest compaction whose summary appears among the compacted messages."""
+        order = {r.compaction_id: i for i, r in enumerate(self._records)}
+        best: str | None = None
+        for text in texts:
+            found = self.is_known_summary(text) if text.strip() else None
+            if found is not None and (best is None or order.get(found, -1) > order.get(best, -1)):
+                best = found
+        return best
+
+    def _overlaps(
+        self,
+        summary: str | None,
+        summary_tokens: int | None,
+        obs: CompactionObservation,
+        parent_id: str | None,
+    ) -> tuple[int | None, int | None]:
+        """Estimate ``duplicated`` and ``carried_over`` tokens by shingle overlap."""
+        if summary is None or summary_tokens is None:
+            return None, None
+        tokens = txt.words(summary)
+        own = txt.shingles(tokens, txt.SHINGLE_WORDS)
+        duplicated: int | None = None
+        if obs.retained_texts:
+            tail: set[int] = set()
+            for retained in obs.retained_texts:
+                tail |= txt.shingles(txt.words(retained), txt.SHINGLE_WORDS)
+            duplicated = txt.repeated_tokens(txt.overlap_fraction(own, tail), summary_tokens)
+        carried: int | None = None
+        parent = next((k for k in self._known if k.compaction_id == parent_id), None)
+        if parent is not None:
+            mine = (
+                own
+                if parent.sketch.k == txt.SHINGLE_WORDS
+                else txt.shingles(tokens, parent.sketch.k)
+            )
+            carried = txt.repeated_tokens(txt.overlap_fraction(mine, parent.sketch), summary_tokens)
+        elif parent_id is None:
+            carried = 0  # a fresh lineage has no previous summary to carry over
+        return duplicated, carried
+
+    def _remember(self, record: CompactionRecord, summary: str | None) -> None:
+        self._records.append(record)
+        self._cycle.reset()
+        if summary:
+            sk = txt.sketch(summary)
+            if sk is not None:
+                self._known.append(_Known(record.compaction_id, sk))
+
+
+def _fraction(tokens: int | None, window: int | None) -> float | None:
+    if tokens is None or window is None or window <= 0:
+        return None
+    return min(1.0, max(0.0, tokens / window))

@@ -1,0 +1,112 @@
+"""Boundary compaction (note 000): lossy compaction while the phase was about to flip."""
+
+from __future__ import annotations
+
+import pytest
+
+from otel_compaction.detectors import boundary_compaction
+from otel_compaction.semconv import CompactionMode, FindingKind
+from tests.detectors.records import SETTLED, STRADDLING, context_of, phase, pressure, record
+from tests.detectors.scenarios import note_000_run
+
+
+def test_note_000_compaction_at_turn_30_is_flagged() -> None:
+    """Note 000's run: the lossy compaction at turn 30, straddling hypothesize/patch, is flagged."""
+    _, analysis = note_000_run(30)
+    [finding] = analysis.findings
+    assert finding.kind is FindingKind.BOUNDARY_COMPACTION
+    assert (finding.rule, finding.turn) == ("veto", 30)
+    assert "hypothesize 0.48 vs patch 0.44" in finding.reason
+    assert "token fraction 0.71" in finding.reason
+    assert "keep the last 8 turns" in finding.reason
+    assert analysis.flagged(FindingKind.BOUNDARY_COMPACTION)
+
+
+def test_note_000_same_compaction_at_turn_34_is_not_flagged() -> None:
+    """Deferred to turn 34 (patch 0.88 reported), the same lossy compaction is fine."""
+    _, analysis = note_000_run(34)
+    assert analysis.record.mode is CompactionMode.LOSSY
+    assert analysis.record.token_fraction is not None
+    assert analysis.record.token_fraction > 0.65  # pressure was due: only the phase differs
+    assert analysis.findings == ()
+
+
+def test_extractive_compaction_at_the_boundary_is_not_flagged() -> None:
+    """What note 000 recommends at a boundary (extractive) is never flagged by this rule."""
+    _, analysis = note_000_run(30, mode=CompactionMode.EXTRACTIVE)
+    assert not analysis.flagged(FindingKind.BOUNDARY_COMPACTION)
+
+
+@pytest.mark.parametrize(
+    "mode", [CompactionMode.EXTRACTIVE, CompactionMode.PRUNE, CompactionMode.SERVER]
+)
+def test_only_lossy_mode_is_judged(mode: CompactionMode) -> None:
+    """Extractive, prune and server compactions are not flagged, whatever the state."""
+    ctx = context_of([record(mode=mode, token_fraction=0.95)], phase=STRADDLING)
+    assert boundary_compaction(ctx) is None
+
+
+def test_ceiling_rule() -> None:
+    """At or above the hard ceiling, a lossy compaction during a likely flip is rule 'ceiling'."""
+    finding = boundary_compaction(context_of([record(token_fraction=0.92)], phase=STRADDLING))
+    assert finding is not None
+    assert finding.rule == "ceiling"
+    assert "0.92 >= hard ceiling 0.92" in finding.reason
+
+
+def test_ceiling_with_a_stable_phase_is_not_flagged() -> None:
+    """Above the ceiling with a settled phase, a lossy compaction is acceptable."""
+    assert boundary_compaction(context_of([record(token_fraction=0.97)], phase=SETTLED)) is None
+
+
+def test_unknown_phase_gives_no_finding() -> None:
+    """Without any phase signal the rule cannot judge, so it stays silent."""
+    assert boundary_compaction(context_of([record(token_fraction=0.8)], phase=None)) is None
+
+
+def test_unknown_pressure_gives_no_finding() -> None:
+    """Without a token fraction (no size, no turn) the rule stays silent."""
+    assert boundary_compaction(context_of([record()], phase=STRADDLING)) is None
+
+
+def test_no_pressure_no_veto() -> None:
+    """Below the pressure threshold the veto does not hold (note 000's code), so no finding."""
+    ctx = context_of([record(token_fraction=0.5)], phase=STRADDLING, pressure=pressure(0.5, 0.3))
+    assert boundary_compaction(ctx) is None
+
+
+def test_attention_decay_alone_makes_pressure_due() -> None:
+    """Attention decay at the threshold counts as pressure and is named in the reason."""
+    ctx = context_of([record()], phase=STRADDLING, pressure=pressure(0.40, 0.70))
+    finding = boundary_compaction(ctx)
+    assert finding is not None
+    assert finding.rule == "veto"
+    assert "attention decay 0.70" in finding.reason
+
+
+def test_the_last_turn_pressure_is_used_when_sizes_are_unknown() -> None:
+    """Without tokens_before, the token fraction of the last turn decides."""
+    ctx = context_of([record()], phase=STRADDLING, pressure=pressure(0.71))
+    finding = boundary_compaction(ctx)
+    assert finding is not None
+    assert "token fraction 0.71" in finding.reason
+
+
+@pytest.mark.parametrize(
+    ("fraction", "likelihood", "flagged"),
+    [(0.65, 0.36, True), (0.6499, 0.9, False), (0.8, 0.35, False), (0.8, 0.3501, True)],
+)
+def test_threshold_edges(fraction: float, likelihood: float, flagged: bool) -> None:
+    """Pressure counts from the threshold on (>=); the veto needs likelihood strictly above tau."""
+    ctx = context_of(
+        [record(token_fraction=fraction)], phase=phase((0.1, 0.5, 0.3, 0.1), likelihood)
+    )
+    assert (boundary_compaction(ctx) is not None) is flagged
+
+
+def test_phase_without_a_full_distribution_names_the_phase() -> None:
+    """A distribution not aligned with the configured phases falls back to name and confidence."""
+    odd = phase((0.5, 0.5), 0.6)
+    finding = boundary_compaction(context_of([record(token_fraction=0.8)], phase=odd))
+    assert finding is not None
+    assert "explore 0.50)" in finding.reason

@@ -1,0 +1,157 @@
+"""Re-expansion livelock (note 004) and the vendors' thrashing and no-progress guards."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otel_compaction.config import Settings
+from otel_compaction.detectors import cadence_verdict, reexpansion_livelock
+from otel_compaction.policy import CompactionReexpansionError, check_compaction_health
+from otel_compaction.semconv import FindingKind
+from tests.detectors.records import context_of, run_of
+from tests.detectors.scenarios import NOTE_004_INTERVALS, NOTE_004_RESET_INTERVALS, note_004_run
+
+
+def _rule(intervals: list[int], **kw: object) -> str | None:
+    finding = reexpansion_livelock(context_of(run_of(intervals, **kw)))  # type: ignore[arg-type]
+    return finding.rule if finding is not None else None
+
+
+def test_note_004_accelerating_run_is_flagged_where_the_rule_first_holds() -> None:
+    """Note 004's run (~9 then ~3 turns apart, flat load) is flagged where its code first raises."""
+    analyzer, analyses = note_004_run(NOTE_004_INTERVALS)
+    assert len(analyses) == 11
+    flagged = [a for a in analyses if a.flagged(FindingKind.REEXPANSION_LIVELOCK)]
+    assert flagged
+    first = flagged[0].findings[0]
+    assert first.rule == "cadence"
+    assert "[9, 7, 5, 3]" in first.reason
+    assert "reset the compaction lineage" in first.reason
+    cycles = [a.record.cycle for a in analyses if a.record.cycle is not None]
+    first_raise = None
+    for n in range(1, len(cycles) + 1):
+        window = cycles[max(0, n - 4) : n]
+        try:
+            check_compaction_health(
+                [c.interval_turns for c in cycles[:n]],
+                [round(c.new_content_per_turn) for c in window],
+            )
+        except CompactionReexpansionError:
+            first_raise = n
+            break
+    assert first_raise is not None
+    assert flagged[0].record.turn_index == analyses[first_raise].record.turn_index == 61
+    assert analyzer.livelocked
+
+
+def test_note_004_late_compactions_are_flagged_as_thrashing() -> None:
+    """Once the cadence sits at ~3 turns, Claude Code's thrashing rule keeps flagging."""
+    _, analyses = note_004_run(NOTE_004_INTERVALS)
+    rules = [
+        f.rule for a in analyses for f in a.findings if f.kind is FindingKind.REEXPANSION_LIVELOCK
+    ]
+    assert rules == ["cadence", "thrashing", "thrashing"]
+
+
+def test_note_004_reset_run_is_not_flagged() -> None:
+    """After the fix (intervals 11, 10, 12, 9, fresh lineages, flat load) nothing is flagged."""
+    analyzer, analyses = note_004_run(NOTE_004_RESET_INTERVALS, reset=True)
+    assert not any(a.flagged(FindingKind.REEXPANSION_LIVELOCK) for a in analyses)
+    assert [a.record.generation for a in analyses] == [0] * 5
+    assert not analyzer.livelocked
+
+
+def test_note_004_chained_lineage_deepens_each_cycle() -> None:
+    """Without lineage reset, each compaction summarises the previous summary: generations grow."""
+    _, analyses = note_004_run(NOTE_004_INTERVALS)
+    assert [a.record.generation for a in analyses] == list(range(11))
+
+
+def test_shrink_of_exactly_twenty_percent_does_not_count() -> None:
+    """A shrink of exactly 20% is not "more than 20%": no finding."""
+    assert _rule([25, 20, 16, 12]) is None  # 20%, 20%, 25%
+    assert _rule([10, 8, 5, 3]) is None  # 20%, 37.5%, 40%
+    assert _rule([10, 7, 5, 3]) == "cadence"
+
+
+def test_three_intervals_never_fire() -> None:
+    """Fewer than four intervals is too little history, however fast the cadence."""
+    assert _rule([20, 9, 4]) is None
+    assert cadence_verdict([20, 9, 4], [600.0] * 3) is None
+
+
+def test_load_that_is_not_flat_does_not_fire() -> None:
+    """Accelerating cadence under growing task content is genuine growth, not livelock."""
+    assert _rule([10, 7, 5, 3], per_turn=[600.0, 600.0, 900.0, 600.0]) is None
+    assert _rule([10, 7, 5, 3], per_turn=[600.0, 640.0, 620.0, 660.0]) == "cadence"
+
+
+def test_thrashing_three_in_a_row_within_three_turns() -> None:
+    """Claude Code's guard: three compactions in a row each within three turns of the previous."""
+    assert _rule([12, 3, 3, 3], per_turn=[100.0, 900.0, 300.0, 600.0]) == "thrashing"
+    assert _rule([12, 12, 3, 3]) is None
+    assert _rule([12, 2, 4, 1]) is None
+
+
+def test_thrashing_reason_names_the_intervals() -> None:
+    """The thrashing reason carries the intervals and the remedy."""
+    finding = reexpansion_livelock(context_of(run_of([12, 1, 2, 3])))
+    assert finding is not None
+    assert "3 compactions in a row each within 3 turns" in finding.reason
+    assert "[1, 2, 3]" in finding.reason
+    assert "pin task constraints outside the compacted region" in finding.reason
+
+
+def test_no_progress_three_compactions_leaving_the_context_high() -> None:
+    """Codex's guard: three consecutive compactions leave the context >= the pressure threshold."""
+    high = [60_000, 140_000, 130_000, 150_000]
+    finding = reexpansion_livelock(context_of(run_of([10, 11, 10], tokens_after=high)))
+    assert finding is not None
+    assert finding.rule == "no_progress"
+    assert "[0.70, 0.65, 0.75]" in finding.reason
+
+
+@pytest.mark.parametrize(
+    "afters",
+    [
+        [60_000, 140_000, 129_000, 150_000],  # one at 0.645 breaks the run
+        [60_000, 140_000, None, 150_000],  # an unknown size breaks the run
+        [140_000, 150_000],  # only two compactions
+    ],
+)
+def test_no_progress_needs_three_known_high_results(afters: list[int | None]) -> None:
+    """A compaction below the threshold, of unknown size, or too few compactions: no finding."""
+    records = run_of([10] * (len(afters) - 1), tokens_after=afters)
+    assert reexpansion_livelock(context_of(records)) is None
+
+
+def test_settings_change_the_rule() -> None:
+    """The thresholds come from Settings (here a looser shrink threshold)."""
+    records = run_of([10, 8, 6, 4])  # 20%, 25%, 33%
+    assert reexpansion_livelock(context_of(records)) is None
+    loose = Settings(livelock_shrink_threshold=0.15)
+    finding = reexpansion_livelock(context_of(records, loose))
+    assert finding is not None
+    assert finding.rule == "cadence"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(min_value=0, max_value=50), min_size=0, max_size=12),
+    st.lists(st.floats(min_value=0, max_value=1e5), min_size=0, max_size=12),
+)
+def test_non_shrinking_intervals_never_livelock(steps: list[int], loads: list[float]) -> None:
+    """Property: an interval sequence that never shrinks never yields the cadence rule."""
+    intervals = list(itertools.accumulate(steps, initial=1))
+    verdict = cadence_verdict(intervals, loads)
+    assert verdict is None or not verdict.livelock
+    check_compaction_health(intervals, [round(x) for x in loads])
+    if len(intervals) > 1:
+        per_turn = [max(1.0, x) for x in loads[: len(intervals) - 1]] or [600.0]
+        per_turn += [per_turn[-1]] * (len(intervals) - 1 - len(per_turn))
+        records = run_of([i + 4 for i in intervals[1:]], per_turn=per_turn)
+        assert reexpansion_livelock(context_of(records)) is None

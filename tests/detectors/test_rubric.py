@@ -1,0 +1,117 @@
+"""Note 001's rubric: short runs, preserve-schema coverage, lost tasks; and the detector loop."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from otel_compaction.detectors import (
+    DEFAULT_DETECTORS,
+    DetectionContext,
+    RuleDetector,
+    lost_task,
+    run_detectors,
+    short_run_compaction,
+    summary_schema_coverage,
+)
+from otel_compaction.model import Finding
+from otel_compaction.semconv import CompactionMode, FindingKind
+from tests.detectors.records import context_of, record
+
+
+@pytest.mark.parametrize(("turn", "flagged"), [(1, True), (19, True), (20, False), (45, False)])
+def test_short_run_threshold(turn: int, flagged: bool) -> None:
+    """A first compaction with turn_index < 20 is flagged; at 20 it is not."""
+    finding = short_run_compaction(context_of([record(turn)]))
+    assert (finding is not None) is flagged
+    if finding is not None:
+        assert finding.kind is FindingKind.SHORT_RUN_COMPACTION
+        assert f"turn {turn}" in finding.reason
+
+
+def test_short_run_is_flagged_once_per_conversation() -> None:
+    """Only the first compaction of a short run is flagged, not the ones after it."""
+    assert short_run_compaction(context_of([record(5), record(12)])) is None
+
+
+def test_short_run_ignores_prune() -> None:
+    """Pruning tool outputs writes no summary, so it is not a short-run compaction."""
+    assert short_run_compaction(context_of([record(5, mode=CompactionMode.PRUNE)])) is None
+
+
+def test_schema_coverage_below_minimum_is_flagged() -> None:
+    """A summary covering 2 of 5 fields (40% < 60%) is flagged with the missing fields."""
+    rec = record(
+        schema_coverage=0.4,
+        missing_fields=("decisions", "open_errors", "next_action"),
+        summary_tokens=300,
+    )
+    finding = summary_schema_coverage(context_of([rec]))
+    assert finding is not None
+    assert "2 of 5" in finding.reason
+    assert "open_errors, next_action" in finding.reason
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"schema_coverage": 0.6, "missing_fields": ("a", "b"), "summary_tokens": 300},
+        {"schema_coverage": None, "summary_tokens": 300},
+        {"schema_coverage": 0.0, "summary_tokens": 0},
+        {"schema_coverage": 0.0, "summary_tokens": 300, "failed": True},
+    ],
+)
+def test_schema_coverage_not_flagged(fields: dict[str, object]) -> None:
+    """At the minimum, without text, or for an empty/failed summary (lost_task): no finding."""
+    assert summary_schema_coverage(context_of([record(**fields)])) is None
+
+
+@pytest.mark.parametrize(
+    ("fields", "region", "rule"),
+    [
+        ({"failed": True}, None, "failed"),
+        ({"tokens_after": 0, "tokens_before": 150_000}, None, "empty_context"),
+        ({"summary_tokens": 0}, 90_000, "empty_summary"),
+        ({"summary_tokens": 0}, None, "empty_summary"),
+        ({"summary_tokens": 0, "mode": CompactionMode.SERVER}, None, "empty_summary"),
+    ],
+)
+def test_lost_task_rules(fields: dict[str, object], region: int | None, rule: str) -> None:
+    """A failed summary, an empty context or an empty summary of a real region is a lost task."""
+    finding = lost_task(context_of([record(**fields)], compacted_tokens=region))
+    assert finding is not None
+    assert finding.rule == rule
+    assert "never blank the context" in finding.reason
+
+
+@pytest.mark.parametrize(
+    ("fields", "region"),
+    [
+        ({"summary_tokens": 0}, 0),
+        ({"summary_tokens": 0, "mode": CompactionMode.PRUNE}, None),
+        ({"summary_tokens": 200, "tokens_after": 50_000}, 100_000),
+        ({}, None),
+    ],
+)
+def test_lost_task_not_flagged(fields: dict[str, object], region: int | None) -> None:
+    """An empty region, a prune, a real summary or unknown sizes are not lost tasks."""
+    assert lost_task(context_of([record(**fields)], compacted_tokens=region)) is None
+
+
+def test_run_detectors_skips_a_detector_that_raises(caplog: pytest.LogCaptureFixture) -> None:
+    """A faulty detector is logged and skipped; the others still report."""
+
+    def broken(ctx: DetectionContext) -> Finding | None:
+        raise ValueError("bug")
+
+    detectors = (RuleDetector(FindingKind.LOST_TASK, broken), *DEFAULT_DETECTORS)
+    with caplog.at_level(logging.ERROR):
+        findings = run_detectors(context_of([record(5)]), detectors)
+    assert [f.kind for f in findings] == [FindingKind.SHORT_RUN_COMPACTION]
+    assert "detector lost_task failed" in caplog.text
+
+
+def test_default_detectors_cover_every_finding_kind() -> None:
+    """The default registry has one detector per finding kind."""
+    assert sorted(d.kind.value for d in DEFAULT_DETECTORS) == sorted(k.value for k in FindingKind)

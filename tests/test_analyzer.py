@@ -1,0 +1,234 @@
+"""The per-conversation engine and the bounded, expiring, thread-safe registry."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from otel_compaction.analyzer import ConversationAnalyzer, ConversationRegistry
+from otel_compaction.config import Settings
+from otel_compaction.model import (
+    CompactionObservation,
+    Finding,
+    PhaseReport,
+    TurnObservation,
+)
+from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind
+from tests.detectors.scenarios import NOTE_004_INTERVALS, note_004_run
+
+
+class FakeClock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def turn(tokens: int = 10_000, **kw: object) -> TurnObservation:
+    """A turn on a 200k window."""
+    return TurnObservation(context_tokens=tokens, window=200_000, **kw)  # type: ignore[arg-type]
+
+
+def compaction(**kw: object) -> CompactionObservation:
+    """An explicit lossy compaction."""
+    return CompactionObservation(source=CompactionSource.EXPLICIT, **kw)  # type: ignore[arg-type]
+
+
+def test_turns_are_numbered_from_one_with_pressure() -> None:
+    """observe_turn numbers turns 1, 2, ... and computes the token fraction on the window."""
+    an = ConversationAnalyzer("c", Settings())
+    first = an.observe_turn(turn(50_000))
+    second = an.observe_turn(turn(100_000, tool_output_tokens=(20_000,)))
+    assert (first.turn_index, second.turn_index, an.turn_index) == (1, 2, 2)
+    assert second.pressure.token_fraction == 0.5
+    assert second.pressure.attention_decay == pytest.approx(0.1)
+    assert first.conversation_id == "c"
+
+
+def test_window_comes_from_the_model_table_when_not_given() -> None:
+    """Without an explicit window, the model's window (or the default) is used."""
+    an = ConversationAnalyzer("c", Settings(model_windows={"my-model": 100_000}))
+    analysis = an.observe_turn(TurnObservation(context_tokens=50_000, model="my-model"))
+    assert analysis.pressure.window == 100_000
+
+
+def test_compacted_flag_only_on_the_first_turn_after_a_compaction() -> None:
+    """gen_ai.conversation.compacted: true on the first call that sees the compacted context."""
+    an = ConversationAnalyzer("c", Settings())
+    an.observe_turn(turn())
+    record = an.observe_compaction(compaction()).record
+    flags = [an.observe_turn(turn()).compacted for _ in range(3)]
+    assert flags == [True, False, False]
+    assert record.turn_index == 2
+
+
+def test_phase_unknown_until_a_turn_or_report() -> None:
+    """The phase is None before any signal; a report makes it known at once."""
+    an = ConversationAnalyzer("c", Settings())
+    assert an.phase is None
+    an.report_phase(PhaseReport("patch", confidence=0.9))
+    assert an.phase is not None
+    assert an.phase.name == "patch"
+
+
+def test_transition_is_reported_on_the_turn_it_is_first_seen() -> None:
+    """A reported phase change shows up as the transition of the next turn."""
+    an = ConversationAnalyzer("c", Settings())
+    an.observe_turn(turn(tool_calls=("read_file",)))
+    an.report_phase(PhaseReport("patch", confidence=0.9))
+    analysis = an.observe_turn(turn(tool_calls=("edit_file",)))
+    assert analysis.transition is not None
+    assert (analysis.transition.to_phase, analysis.transition.turn_index) == ("patch", 2)
+    assert an.phase_turns == 1
+
+
+def test_compactions_and_known_summaries() -> None:
+    """The analyzer keeps the records and recognises its summaries."""
+    an = ConversationAnalyzer("c", Settings())
+    summary = "## Goal\nfix the flaky test in the retry path of the scheduler service"
+    first = an.observe_compaction(compaction(summary_text=summary)).record
+    assert an.compactions == (first,)
+    assert an.is_known_summary("Here is a summary of the conversation to date: " + summary) == (
+        first.compaction_id
+    )
+    assert an.is_known_summary("unrelated text about something else entirely here") is None
+
+
+def test_prune_compaction_clears_attention_decay() -> None:
+    """After a prune, the pruned tool outputs no longer weigh in the attention decay."""
+    an = ConversationAnalyzer("c", Settings())
+    an.observe_turn(turn(tool_output_tokens=(50_000,)))
+    an.observe_compaction(compaction(mode=CompactionMode.PRUNE))
+    assert an.observe_turn(turn()).pressure.attention_decay == 0.0
+
+
+def test_livelock_is_sticky_until_recovery() -> None:
+    """Livelock holds between flagged compactions and clears when the cadence recovers."""
+    analyzer, analyses = note_004_run(NOTE_004_INTERVALS)
+    unflagged = analyses[8]
+    assert not unflagged.findings
+    assert analyzer.livelocked
+    for _ in range(8):
+        analyzer.observe_turn(turn(new_content_tokens=600))
+    analyzer.observe_compaction(compaction(tokens_after=60_000))
+    assert not analyzer.livelocked
+
+
+def test_livelock_clears_on_lineage_reset() -> None:
+    """A compaction that starts a fresh lineage (the remedy) clears the livelock state."""
+    analyzer, analyses = note_004_run([20, 15, 11, 8])  # ends on the cadence finding
+    assert analyses[-1].findings[0].rule == "cadence"
+    for _ in range(7):  # with the run's last turn: the same interval, no recovery
+        analyzer.observe_turn(turn(new_content_tokens=600))
+    chained = analyzer.observe_compaction(compaction())
+    assert not chained.findings
+    assert chained.record.parent_id is not None
+    assert analyzer.livelocked
+    for _ in range(8):
+        analyzer.observe_turn(turn(new_content_tokens=600))
+    reset = analyzer.observe_compaction(compaction(continues_lineage=False))
+    assert not reset.findings
+    assert not analyzer.livelocked
+
+
+def test_registry_is_lru_bounded() -> None:
+    """Beyond max_conversations the least recently used conversation is dropped."""
+    reg = ConversationRegistry(Settings(max_conversations=3))
+    for cid in ("a", "b", "c"):
+        reg.get(cid)
+    reg.get("a")  # a is now the most recent
+    reg.get("d")
+    assert len(reg) == 3
+    assert reg.ids() == ["c", "a", "d"]
+    assert "b" not in reg
+    assert reg.peek("b") is None
+
+
+def test_registry_get_returns_the_same_analyzer() -> None:
+    """get() creates once, then returns the same analyzer."""
+    reg = ConversationRegistry(Settings())
+    assert reg.get("x") is reg.get("x")
+
+
+def test_registry_expires_idle_conversations() -> None:
+    """Conversations idle longer than conversation_idle_seconds are expired; active ones stay."""
+    clock = FakeClock()
+    reg = ConversationRegistry(Settings(conversation_idle_seconds=60), clock=clock)
+    idle, active = reg.get("idle"), reg.get("active")
+    clock.now += 50
+    active.observe_turn(turn())
+    clock.now += 20
+    assert reg.expire() == ["idle"]
+    assert reg.ids() == ["active"]
+    assert idle.observe_turn(turn()).turn_index == 1  # a detached analyzer still works
+
+
+def test_registry_expires_lazily_on_get() -> None:
+    """Creating a conversation drops idle ones at the LRU end without a full scan."""
+    clock = FakeClock()
+    reg = ConversationRegistry(Settings(conversation_idle_seconds=60), clock=clock)
+    reg.get("old")
+    clock.now += 61
+    reg.get("new")
+    assert reg.ids() == ["new"]
+
+
+def test_listeners_get_findings_and_errors_are_swallowed(caplog: pytest.LogCaptureFixture) -> None:
+    """Each finding reaches every listener; a listener that raises is logged, not propagated."""
+    reg = ConversationRegistry(Settings())
+    seen: list[Finding] = []
+
+    def broken(finding: Finding) -> None:
+        raise RuntimeError("listener bug")
+
+    reg.add_listener(broken)
+    reg.add_listener(seen.append)
+    with caplog.at_level(logging.ERROR):
+        analysis = reg.get("c").observe_compaction(compaction(turn_index=3))
+    assert [f.kind for f in seen] == [FindingKind.SHORT_RUN_COMPACTION]
+    assert seen == list(analysis.findings)
+    assert "listener" in caplog.text
+    reg.remove_listener(seen.append)
+    reg.get("d").observe_compaction(compaction(turn_index=3))
+    assert len(seen) == 1
+
+
+def test_livelocked_count() -> None:
+    """The registry counts the conversations currently in livelock."""
+    reg = ConversationRegistry(Settings())
+    note_004_run(NOTE_004_INTERVALS, registry=reg)
+    reg.get("healthy").observe_turn(turn())
+    assert reg.livelocked_count() == 1
+
+
+def test_threads_share_the_registry_safely() -> None:
+    """Many threads observing shared and own conversations lose no turn and raise nothing."""
+    reg = ConversationRegistry(Settings(max_conversations=50))
+    errors: list[BaseException] = []
+    per_thread = 200
+
+    def work(n: int) -> None:
+        try:
+            for i in range(per_thread):
+                reg.get("shared").observe_turn(turn(1_000 * (i % 150), tool_calls=("read_file",)))
+                own = reg.get(f"t{n}")
+                own.observe_turn(turn(new_content_tokens=100))
+                if i % 40 == 39:
+                    own.observe_compaction(compaction(summary_text=f"## Goal\nthread {n} step {i}"))
+                    reg.livelocked_count()
+        except BaseException as exc:  # collected and re-checked on the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert reg.get("shared").turn_index == 8 * per_thread
+    assert all(len(reg.get(f"t{n}").compactions) == 5 for n in range(8))
