@@ -10,18 +10,24 @@ One finding kind, ``reexpansion_livelock``, three rules tried in this order
 - ``thrashing`` (Claude Code's guard): the last ``thrashing_count`` compactions
   each came within ``thrashing_turns`` turns of the previous one;
 - ``no_progress`` (Codex's guard): the last ``no_progress_count`` compactions each
-  left the context at or above the pressure threshold
-  (``tokens_after / window >= pressure_threshold``; unknown sizes break the run).
+  left the context at or above the level that triggers compaction in this
+  conversation, so the next turn compacts again. That level is the median
+  ``tokens_before / window`` of those compactions (the observed trigger), or
+  the pressure threshold when none is known; unknown ``tokens_after`` breaks the run.
 
-The run of compactions is the conversation's, as far as memory keeps it.
+The run of compactions is the conversation's, as far as memory keeps it, less
+prune compactions: clearing tool outputs happens inside a summarize cycle (note
+004's cycles are summary to summary), so frequent prunes are not thrashing.
 """
 
 from __future__ import annotations
 
+import statistics
+
 from otel_compaction.detectors.base import DetectionContext, RuleDetector
 from otel_compaction.detectors.cadence import cadence_verdict, format_numbers
 from otel_compaction.model import CompactionRecord, Cycle, Finding
-from otel_compaction.semconv import FindingKind
+from otel_compaction.semconv import CompactionMode, FindingKind
 
 REMEDY = (
     "reset the compaction lineage (re-summarize from raw retained turns, dropping "
@@ -38,12 +44,18 @@ def reexpansion_livelock(ctx: DetectionContext) -> Finding | None:
     return None
 
 
+def _summarizing(run: tuple[CompactionRecord, ...]) -> tuple[CompactionRecord, ...]:
+    return tuple(r for r in run if r.mode is not CompactionMode.PRUNE)
+
+
 def _cycles(run: tuple[CompactionRecord, ...]) -> list[Cycle]:
-    return [r.cycle for r in run if r.cycle is not None]
+    return [r.cycle for r in _summarizing(run) if r.cycle is not None]
 
 
 def _cadence(ctx: DetectionContext) -> Finding | None:
     s = ctx.settings
+    if ctx.record.mode is CompactionMode.PRUNE:
+        return None
     cycles = _cycles(ctx.run)[-s.livelock_min_intervals :]
     verdict = cadence_verdict(
         [c.interval_turns for c in cycles],
@@ -69,6 +81,8 @@ def _cadence(ctx: DetectionContext) -> Finding | None:
 def _thrashing(ctx: DetectionContext) -> Finding | None:
     s = ctx.settings
     intervals = [c.interval_turns for c in _cycles(ctx.run)][-s.thrashing_count :]
+    if ctx.record.mode is CompactionMode.PRUNE:
+        return None
     if len(intervals) < s.thrashing_count or any(i > s.thrashing_turns for i in intervals):
         return None
     reason = (
@@ -87,17 +101,24 @@ def _after_fraction(record: CompactionRecord) -> float | None:
 
 def _no_progress(ctx: DetectionContext) -> Finding | None:
     s = ctx.settings
-    last = ctx.run[-s.no_progress_count :]
+    if ctx.record.mode is CompactionMode.PRUNE:
+        return None
+    last = _summarizing(ctx.run)[-s.no_progress_count :]
     if len(last) < s.no_progress_count:
         return None
     fractions = [_after_fraction(r) for r in last]
     known = [f for f in fractions if f is not None]
-    if len(known) < len(fractions) or any(f < s.pressure_threshold for f in known):
+    triggers = [r.token_fraction for r in last if r.token_fraction is not None]
+    # The median resists one manual compaction fired at low pressure in the run.
+    trigger = statistics.median(triggers) if triggers else s.pressure_threshold
+    if len(known) < len(fractions) or any(f < trigger for f in known):
         return None
+    origin = "the level compaction fired at" if triggers else "the pressure threshold"
     reason = (
         f"compaction is not recovering headroom: {s.no_progress_count} consecutive "
         f"compactions left the context at {format_numbers(known, '{:.2f}')} of the "
-        f"window (>= pressure threshold {s.pressure_threshold:.2f}); {REMEDY}"
+        f"window, at or above {origin} ({trigger:.2f}), so the next turn compacts "
+        f"again; {REMEDY}"
     )
     return ctx.finding(FindingKind.REEXPANSION_LIVELOCK, "no_progress", reason)
 

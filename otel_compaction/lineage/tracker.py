@@ -33,7 +33,7 @@ from otel_compaction.config import Settings
 from otel_compaction.lineage import text as txt
 from otel_compaction.lineage.cycles import CycleAccumulator
 from otel_compaction.lineage.schema import schema_coverage
-from otel_compaction.model import CompactionObservation, CompactionRecord
+from otel_compaction.model import CompactionObservation, CompactionRecord, Cycle
 from otel_compaction.semconv import CompactionMode
 from otel_compaction.signals.tokens import estimate_tokens
 
@@ -117,7 +117,7 @@ class LineageTracker:
             parent_id=lineage.parent_id,
             root_id=lineage.root_id,
             generation=lineage.generation,
-            cycle=self._cycle.close(self.last, turn_index, obs.tokens_before),
+            cycle=self._close_cycle(obs, turn_index),
             token_fraction=_fraction(obs.tokens_before, window),
             failed=obs.failed,
             summary_fingerprint=txt.fingerprint(summary) if summary else None,
@@ -227,9 +227,21 @@ class LineageTracker:
             carried = 0  # a fresh lineage has no previous summary to carry over
         return duplicated, carried
 
+    def _close_cycle(self, obs: CompactionObservation, turn_index: int) -> Cycle | None:
+        # Note 004's cycle is summarize-to-summarize: a prune (tool outputs cleared,
+        # Claude Code's micro-compaction) happens inside a cycle and neither ends nor
+        # starts one, so frequent prunes never look like an accelerating cadence.
+        if obs.mode is CompactionMode.PRUNE:
+            return None
+        previous = next(
+            (r for r in reversed(self._records) if r.mode is not CompactionMode.PRUNE), None
+        )
+        return self._cycle.close(previous, turn_index, obs.tokens_before)
+
     def _remember(self, record: CompactionRecord, summary: str | None) -> None:
         self._records.append(record)
-        self._cycle.reset()
+        if record.mode is not CompactionMode.PRUNE:
+            self._cycle.reset()
         if summary:
             sk = txt.sketch(summary)
             if sk is not None:

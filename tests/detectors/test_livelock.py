@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.detectors import cadence_verdict, reexpansion_livelock
+from otel_compaction.model import CompactionObservation, TurnObservation
 from otel_compaction.policy import CompactionReexpansionError, check_compaction_health
-from otel_compaction.semconv import FindingKind
+from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind
 from tests.detectors.records import context_of, run_of
 from tests.detectors.scenarios import NOTE_004_INTERVALS, NOTE_004_RESET_INTERVALS, note_004_run
 
@@ -155,3 +158,46 @@ def test_non_shrinking_intervals_never_livelock(steps: list[int], loads: list[fl
         per_turn += [per_turn[-1]] * (len(intervals) - 1 - len(per_turn))
         records = run_of([i + 4 for i in intervals[1:]], per_turn=per_turn)
         assert reexpansion_livelock(context_of(records)) is None
+
+
+def test_no_progress_compares_with_the_observed_trigger() -> None:
+    """Note 004's shape (fires at 0.85, leaves 0.78) is not no-progress; leaving 0.88 is."""
+    below = tuple(
+        dataclasses.replace(r, token_fraction=0.85)
+        for r in run_of([10, 11, 10], tokens_after=[156_000] * 4)
+    )
+    assert reexpansion_livelock(context_of(below)) is None
+    above = tuple(
+        dataclasses.replace(r, token_fraction=0.85)
+        for r in run_of([10, 11, 10], tokens_after=[176_000] * 4)
+    )
+    finding = reexpansion_livelock(context_of(above))
+    assert finding is not None
+    assert finding.rule == "no_progress"
+    assert "0.85" in finding.reason
+
+
+def test_prune_compactions_are_not_thrashing() -> None:
+    """Tool-output clearing every turn (micro-compaction) never makes a livelock finding."""
+    prunes = tuple(
+        dataclasses.replace(r, mode=CompactionMode.PRUNE, tokens_after=150_000)
+        for r in run_of([1, 1, 1, 1, 1])
+    )
+    assert reexpansion_livelock(context_of(prunes)) is None
+
+
+def test_prunes_inside_a_cycle_do_not_shorten_it() -> None:
+    """A prune between two summaries neither ends nor starts a summarize cycle."""
+    analyzer = ConversationRegistry(Settings()).get("c")
+    for turn in range(1, 31):
+        if turn in (10, 25):
+            analyzer.observe_compaction(CompactionObservation(source=CompactionSource.IMPORT))
+        if turn == 18:
+            analyzer.observe_compaction(
+                CompactionObservation(source=CompactionSource.IMPORT, mode=CompactionMode.PRUNE)
+            )
+        analyzer.observe_turn(TurnObservation(context_tokens=50_000, new_content_tokens=500))
+    _first, prune, second = analyzer.compactions
+    assert prune.cycle is None
+    assert second.cycle is not None
+    assert second.cycle.interval_turns == 15
