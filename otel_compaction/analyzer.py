@@ -38,6 +38,7 @@ from otel_compaction.semconv import CompactionMode, FindingKind
 from otel_compaction.signals.phase import PhaseTracker
 from otel_compaction.signals.pressure import PressureTracker
 from otel_compaction.signals.tokens import estimate_tokens
+from otel_compaction.signals.tools import ToolCategory, parse_category
 from otel_compaction.signals.windows import context_window
 
 logger = logging.getLogger(__name__)
@@ -147,9 +148,8 @@ class ConversationAnalyzer:
             self._pressure = self._pressure_tracker.observe(
                 obs.context_tokens, window, obs.tool_output_tokens
             )
-            phase = self._phase_tracker.observe_turn(
-                obs.tool_calls, obs.tool_arguments or None, turn_index=turn
-            )
+            categories = self._categories(obs)
+            phase = self._phase_tracker.observe_categories(categories, turn_index=turn)
             self._phase_known = True
             transition = self._phase_tracker.last_transition
             if transition is not None or turn == 1:
@@ -163,7 +163,17 @@ class ConversationAnalyzer:
                 phase=phase,
                 transition=transition,
                 compacted=compacted,
+                tool_categories=tuple(c.value for c in categories),
             )
+
+    def _categories(self, obs: TurnObservation) -> tuple[ToolCategory, ...]:
+        # Categories read back from a span win: the arguments that decided them
+        # (a bash call running pytest) are not on the span.
+        if obs.tool_categories and len(obs.tool_categories) == len(obs.tool_calls):
+            parsed = tuple(parse_category(c) for c in obs.tool_categories)
+            if all(c is not None for c in parsed):
+                return tuple(c for c in parsed if c is not None)
+        return self._phase_tracker.categories(obs.tool_calls, obs.tool_arguments or None)
 
     def observe_compaction(self, obs: CompactionObservation) -> CompactionAnalysis:
         """Record a compaction, run the detectors, and return the analysis."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -70,6 +70,11 @@ class Settings(BaseModel):
     # Content capture (off unless the GenAI env var opts in).
     capture_content: bool = False
     content_max_chars: int = Field(4096, ge=0)
+
+    # Instrumentation: the anthropic SDK's own per-call span (anthropic >= 1.14) is
+    # "suppress"ed for calls we instrument (ours is the one inference span), or
+    # "keep" as a child of ours.
+    anthropic_sdk_span: Literal["suppress", "keep"] = "suppress"
 
     @field_validator("phases", "schema_fields")
     @classmethod

@@ -44,6 +44,7 @@ class PhaseEstimate:
     transition_likelihood: float
     source: PhaseSource
     distribution: tuple[float, ...]
+    names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,9 @@ class TurnObservation:
             JSON text or a command line, None when unknown), so a shell call that
             runs the tests counts as ``test`` (``signals.tools.categorize_tool``).
             Empty when unknown.
+        tool_categories: the category of each call in ``tool_calls`` when it is
+            already known (read back from a span that recorded it); used instead of
+            classifying the names and arguments again. Empty when unknown.
     """
 
     context_tokens: int
@@ -93,6 +97,7 @@ class TurnObservation:
     window: int | None = None
     timestamp: float | None = None
     tool_arguments: tuple[str | None, ...] = ()
+    tool_categories: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +110,7 @@ class TurnAnalysis:
     phase: PhaseEstimate
     transition: PhaseTransition | None = None
     compacted: bool = False
+    tool_categories: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
 GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
 GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
 GEN_AI_CONVERSATION_COMPACTED: Final = "gen_ai.conversation.compacted"
 GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
@@ -44,6 +45,7 @@ SERVER_PORT: Final = "server.port"
 
 # Values of gen_ai.operation.name and gen_ai.provider.name we emit.
 OPERATION_CHAT: Final = "chat"
+OPERATION_INVOKE_AGENT: Final = "invoke_agent"
 PROVIDER_ANTHROPIC: Final = "anthropic"
 PROVIDER_OPENAI: Final = "openai"
 TOKEN_TYPE_INPUT: Final = "input"
@@ -69,7 +71,13 @@ PHASE_CONFIDENCE: Final = "compaction.phase.confidence"
 PHASE_ENTROPY: Final = "compaction.phase.entropy"
 PHASE_TRANSITION_LIKELIHOOD: Final = "compaction.phase.transition_likelihood"
 PHASE_SOURCE: Final = "compaction.phase.source"
+# A reported phase distribution, names and probabilities aligned (only when the
+# source is "reported"): lets the processor repeat the transition likelihood.
+PHASE_NAMES: Final = "compaction.phase.names"
+PHASE_DISTRIBUTION: Final = "compaction.phase.distribution"
 TOOL_CALLS: Final = "compaction.turn.tool_calls"
+TOOL_CATEGORIES: Final = "compaction.turn.tool_categories"
+TOOL_OUTPUT_TOKENS: Final = "compaction.turn.tool_output_tokens"
 ADVICE_ACTION: Final = "compaction.advice.action"
 
 # Event compaction.phase.transition and its attributes.
@@ -182,6 +190,25 @@ FLAG_BY_KIND: Final = {
     FindingKind.SUMMARY_SCHEMA_COVERAGE: FLAG_SCHEMA_GAP,
     FindingKind.LOST_TASK: FLAG_LOST_TASK,
 }
+
+# Values of gen_ai.operation.name that are one LLM call (one turn); spans of other
+# operations (invoke_agent, execute_tool, embeddings) are not turns.
+INFERENCE_OPERATIONS: Final = (OPERATION_CHAT, "text_completion", "generate_content")
+
+# Claude Code's own OpenTelemetry log events (CLAUDE_CODE_ENABLE_TELEMETRY=1),
+# read by the processor. Their attribute keys are Claude Code's, not ours.
+CLAUDE_CODE_EVENT_COMPACTION: Final = "claude_code.compaction"
+CLAUDE_CODE_EVENT_API_REQUEST: Final = "claude_code.api_request"
+EVENT_NAME: Final = "event.name"
+SESSION_ID: Final = "session.id"
+CLAUDE_CODE_MODEL: Final = "model"
+CLAUDE_CODE_INPUT_TOKENS: Final = "input_tokens"
+CLAUDE_CODE_CACHE_READ_TOKENS: Final = "cache_read_tokens"
+CLAUDE_CODE_CACHE_CREATION_TOKENS: Final = "cache_creation_tokens"
+CLAUDE_CODE_TRIGGER: Final = "trigger"
+CLAUDE_CODE_SUCCESS: Final = "success"
+CLAUDE_CODE_PRE_TOKENS: Final = "pre_tokens"
+CLAUDE_CODE_POST_TOKENS: Final = "post_tokens"
 
 # Marker appended to captured content cut at Settings.content_max_chars.
 TRUNCATION_MARKER: Final = "…[truncated {omitted} chars]"
@@ -344,7 +371,7 @@ METRIC_LIVELOCKED: Final = MetricSpec(
     "compaction.conversations.livelocked",
     "gauge",
     "{conversation}",
-    "Conversations whose latest compaction was flagged as re-expansion livelock.",
+    "Conversations in re-expansion livelock: flagged and not yet recovered or reset.",
 )
 METRIC_ACTIVE: Final = MetricSpec(
     "compaction.conversations.active",
@@ -396,10 +423,28 @@ METRIC_PROCESSOR_QUEUE: Final = MetricSpec(
 
 ERROR_STAGE: Final = "compaction.error.stage"
 # Stages at which the instrumentation may catch its own error (values of ERROR_STAGE).
-ERROR_STAGES: Final = ("request", "response", "stream", "analysis", "compaction", "context")
+ERROR_STAGES: Final = (
+    "request", "response", "stream", "analysis", "compaction", "context", "callback",
+)  # fmt: skip
 PROCESSOR_SIGNAL: Final = "compaction.processor.signal"
 PROCESSOR_TRANSPORT: Final = "compaction.processor.transport"
 PROCESSOR_REASON: Final = "compaction.processor.reason"
+
+
+class ProcessorReason(StrEnum):
+    """Values of ``compaction.processor.reason`` (rejected and dropped items)."""
+
+    MALFORMED = "malformed"  # 400: the payload could not be decoded
+    TOO_LARGE = "too_large"  # 413: over receivers.max_request_bytes
+    UNSUPPORTED = "unsupported"  # 415: content type or encoding
+    UNAUTHENTICATED = "unauthenticated"  # 401: missing or wrong bearer token
+    OVERLOADED = "overloaded"  # 429 / RESOURCE_EXHAUSTED: window or queue full
+    DUPLICATE = "duplicate"  # a span or compaction already applied (retried batch)
+    LATE = "late"  # arrived after its conversation had moved past its turn
+    QUEUE_FULL = "queue_full"  # a finding could not be queued for forwarding
+    DOWNSTREAM_REJECTED = "downstream_rejected"  # the next hop refused it for good
+    ANALYSIS_ERROR = "analysis_error"  # the engine raised on this item (logged)
+
 
 ALL_METRICS: Final = (
     METRIC_TOKEN_USAGE,

@@ -19,6 +19,7 @@ from otel_compaction.model import (
     TurnAnalysis,
     TurnObservation,
 )
+from otel_compaction.semconv import PhaseSource
 
 Attributes = dict[str, AttributeValue]
 
@@ -40,6 +41,10 @@ def _phase(phase: PhaseEstimate, out: Attributes) -> None:
     out[sc.PHASE_ENTROPY] = _r(phase.entropy)
     out[sc.PHASE_TRANSITION_LIKELIHOOD] = _r(phase.transition_likelihood)
     out[sc.PHASE_SOURCE] = phase.source.value
+    if phase.source is PhaseSource.REPORTED and phase.names:
+        # The whole reported belief, so the processor repeats the same likelihood.
+        out[sc.PHASE_NAMES] = list(phase.names)
+        out[sc.PHASE_DISTRIBUTION] = [_r(p) for p in phase.distribution]
 
 
 def turn_attributes(
@@ -59,10 +64,14 @@ def turn_attributes(
     if analysis.compacted:
         # The conventions say: set it true on the first span after a compaction, never false.
         out[sc.GEN_AI_CONVERSATION_COMPACTED] = True
+    if analysis.tool_categories:
+        out[sc.TOOL_CATEGORIES] = list(analysis.tool_categories)
     if observation is not None:
         out[sc.CONTEXT_NEW_CONTENT_TOKENS] = int(observation.new_content_tokens)
         if observation.tool_calls:
             out[sc.TOOL_CALLS] = list(observation.tool_calls)
+        if observation.tool_output_tokens:
+            out[sc.TOOL_OUTPUT_TOKENS] = [int(n) for n in observation.tool_output_tokens]
     return out
 
 

@@ -162,11 +162,16 @@ class PhaseTracker:
             turn_index: the analyzer's turn number, for :attr:`last_transition`;
                 this tracker counts turns itself when it is omitted.
         """
+        return self.observe_categories(self.categories(tool_calls, arguments), turn_index)
+
+    def observe_categories(
+        self, evidence: Sequence[ToolCategory], turn_index: int | None = None
+    ) -> PhaseEstimate:
+        """Advance one turn whose tool calls are already categorised (see :meth:`observe_turn`)."""
         self._turns = self._turns + 1 if turn_index is None else turn_index
         if self._pending_report:
             self._pending_report = False
         else:
-            evidence = self.categories(tool_calls, arguments)
             likelihood = turn_likelihood(self._emissions, evidence)
             self._belief = filter_step(self._belief, self._transitions, likelihood)
             self._current = self._estimate(PhaseSource.INFERRED)
@@ -206,6 +211,7 @@ class PhaseTracker:
             transition_likelihood=flip_probability(p, self._transitions),
             source=source,
             distribution=tuple(p.tolist()),
+            names=self._phases,
         )
 
 

@@ -1,0 +1,29 @@
+"""Enrich-mode output: the spans pass through with the processor's own verdicts on them.
+
+On a compaction span (or Claude Code ``claude_code.compaction`` log record),
+every ``compaction.flag.*`` attribute the agent set is removed and the flags
+the processor computed with its own thresholds are written instead, so the
+next hop sees one verdict, never two. A compaction that came from a foreign
+source (no ``compaction.id`` of ours) also gets the whole analysis: lineage,
+cycle, the state it fired in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_compaction import semconv as sc
+from otel_compaction.emit.attributes import compaction_attributes, flag_attributes
+from otel_compaction.model import CompactionAnalysis
+from otel_compaction.processor.attributes import replace_attributes
+
+FLAG_KEYS = (*sc.FLAG_BY_KIND.values(), sc.FLAG_REASON)
+
+
+def write_flags(target: Any, analysis: CompactionAnalysis) -> None:
+    """Replace the flags on ``target`` by those of ``analysis``."""
+    ours = any(kv.key == sc.COMPACTION_ID for kv in target.attributes)
+    if ours:
+        replace_attributes(target, flag_attributes(analysis.findings), remove=FLAG_KEYS)
+    else:
+        replace_attributes(target, compaction_attributes(analysis), remove=FLAG_KEYS)

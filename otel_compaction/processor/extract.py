@@ -1,0 +1,402 @@
+"""Spans and log records in, engine inputs out: turns, phase reports, compactions.
+
+The mapping from the wire to the shared engine (``ConversationAnalyzer``):
+
+* an inference span (``compaction.context.tokens``, or a GenAI inference
+  operation with ``gen_ai.usage.input_tokens``) is a ``TurnObservation``, with
+  a ``PhaseReport`` first when its phase was reported by the agent;
+* a ``compaction`` span is a ``CompactionObservation`` (with the phase the
+  agent reported at that moment, when the span says it was reported);
+* Claude Code's log events ``claude_code.api_request`` and
+  ``claude_code.compaction`` are a turn and a compaction;
+* anything else (HTTP spans, tool spans, our own ``compaction.finding`` spans
+  coming back through a Collector loop) is not an engine input.
+
+The conversation key is ``compaction.conversation.id``, else
+``gen_ai.conversation.id``, else Claude Code's ``session.id``, else the trace id.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from otel_compaction import semconv as sc
+from otel_compaction.model import CompactionObservation, PhaseReport, TurnObservation
+from otel_compaction.processor.decode import Signal
+from otel_compaction.semconv import CompactionMode, CompactionSource, PhaseSource
+
+AttrValue = str | bool | int | float | bytes | list[Any] | None
+
+
+class ItemKind(enum.IntEnum):
+    """What an item feeds; the value orders items of one turn (compaction first)."""
+
+    COMPACTION = 0
+    TURN = 1
+
+
+@dataclass(slots=True)
+class Item:
+    """One engine input taken from one span or log record.
+
+    ``target`` is the span or log record it came from (flags are written on it
+    in enrich mode); ``batch`` is the received request it belongs to.
+    """
+
+    conversation_id: str
+    kind: ItemKind
+    turn_index: int | None
+    time_ns: int
+    trace_id: bytes
+    span_id: bytes
+    dedupe_key: int
+    turn: TurnObservation | None = None
+    compaction: CompactionObservation | None = None
+    phase: PhaseReport | None = None
+    provider: str | None = None
+    target: Any = None
+    batch: Any = None
+    signal: Signal = Signal.TRACES
+
+    def sort_key(self) -> tuple[int, int, int]:
+        """Order within a conversation: turn index (else time), compaction before turn."""
+        if self.turn_index is not None:
+            return (self.turn_index, int(self.kind), self.time_ns)
+        return (self.time_ns, int(self.kind), 0)
+
+
+_SPAN_KEYS = frozenset(
+    {
+        sc.CONVERSATION_ID,
+        sc.GEN_AI_CONVERSATION_ID,
+        sc.GEN_AI_OPERATION_NAME,
+        sc.GEN_AI_PROVIDER_NAME,
+        sc.GEN_AI_REQUEST_MODEL,
+        sc.GEN_AI_RESPONSE_MODEL,
+        sc.GEN_AI_USAGE_INPUT_TOKENS,
+        sc.TURN_INDEX,
+        sc.CONTEXT_TOKENS,
+        sc.CONTEXT_WINDOW,
+        sc.CONTEXT_NEW_CONTENT_TOKENS,
+        sc.TOOL_CALLS,
+        sc.TOOL_CATEGORIES,
+        sc.TOOL_OUTPUT_TOKENS,
+        sc.PHASE_NAME,
+        sc.PHASE_CONFIDENCE,
+        sc.PHASE_SOURCE,
+        sc.PHASE_NAMES,
+        sc.PHASE_DISTRIBUTION,
+        sc.COMPACTION_ID,
+        sc.COMPACTION_SOURCE,
+        sc.COMPACTION_MODE,
+        sc.COMPACTION_TRIGGER,
+        sc.TOKENS_BEFORE,
+        sc.TOKENS_AFTER,
+        sc.TOKENS_SUMMARY,
+        sc.TOKENS_RETAINED_TAIL,
+        sc.LINEAGE_PARENT_ID,
+        sc.LINEAGE_GENERATION,
+        sc.SUMMARY_FAILED,
+        sc.SUMMARY_TEXT,
+    }
+)
+_LOG_KEYS = frozenset(
+    {
+        sc.CONVERSATION_ID,
+        sc.GEN_AI_CONVERSATION_ID,
+        sc.SESSION_ID,
+        sc.EVENT_NAME,
+        sc.CLAUDE_CODE_MODEL,
+        sc.CLAUDE_CODE_INPUT_TOKENS,
+        sc.CLAUDE_CODE_CACHE_READ_TOKENS,
+        sc.CLAUDE_CODE_CACHE_CREATION_TOKENS,
+        sc.CLAUDE_CODE_TRIGGER,
+        sc.CLAUDE_CODE_SUCCESS,
+        sc.CLAUDE_CODE_PRE_TOKENS,
+        sc.CLAUDE_CODE_POST_TOKENS,
+    }
+)
+_INFERENCE_OPERATIONS = frozenset(sc.INFERENCE_OPERATIONS)
+_CC_COMPACTION = {sc.CLAUDE_CODE_EVENT_COMPACTION, sc.CLAUDE_CODE_EVENT_COMPACTION.split(".")[1]}
+_CC_API_REQUEST = {sc.CLAUDE_CODE_EVENT_API_REQUEST, sc.CLAUDE_CODE_EVENT_API_REQUEST.split(".")[1]}
+
+
+def any_value(value: Any) -> AttrValue:
+    """A Python value from an OTLP ``AnyValue`` (arrays as lists, kvlists skipped)."""
+    kind = value.WhichOneof("value")
+    if kind is None or kind == "kvlist_value":
+        return None
+    if kind == "array_value":
+        return [any_value(v) for v in value.array_value.values]
+    result: AttrValue = getattr(value, kind)
+    return result
+
+
+def pick(attributes: Any, keys: frozenset[str]) -> dict[str, AttrValue]:
+    """The attributes among ``keys``, as plain Python values (one pass)."""
+    return {kv.key: any_value(kv.value) for kv in attributes if kv.key in keys}
+
+
+def spans_to_items(request: Any, model_windows: Mapping[str, int] | None = None) -> Iterator[Item]:
+    """Every engine input in an ``ExportTraceServiceRequest``, in request order."""
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                item = span_to_item(span, model_windows)
+                if item is not None:
+                    yield item
+
+
+def span_to_item(span: Any, model_windows: Mapping[str, int] | None = None) -> Item | None:
+    """The engine input of one span, or None when it is not a turn or a compaction."""
+    if span.name == sc.SPAN_FINDING:
+        return None  # our own output, back through a Collector loop
+    attrs = pick(span.attributes, _SPAN_KEYS)
+    if not attrs and span.name != sc.SPAN_COMPACTION:
+        return None
+    if span.name == sc.SPAN_COMPACTION or sc.COMPACTION_SOURCE in attrs:
+        return _compaction_item(span, attrs)
+    return _turn_item(span, attrs, model_windows)
+
+
+def _base(span: Any, attrs: Mapping[str, AttrValue], kind: ItemKind) -> Item:
+    key = _str(attrs.get(sc.CONVERSATION_ID)) or _str(attrs.get(sc.GEN_AI_CONVERSATION_ID))
+    return Item(
+        conversation_id=key or span.trace_id.hex(),
+        kind=kind,
+        turn_index=_int(attrs.get(sc.TURN_INDEX)),
+        time_ns=span.start_time_unix_nano,
+        trace_id=span.trace_id,
+        span_id=span.span_id,
+        dedupe_key=hash((span.trace_id, span.span_id)),
+        provider=_str(attrs.get(sc.GEN_AI_PROVIDER_NAME)),
+        target=span,
+    )
+
+
+def _turn_item(
+    span: Any, attrs: Mapping[str, AttrValue], model_windows: Mapping[str, int] | None
+) -> Item | None:
+    tokens = _int(attrs.get(sc.CONTEXT_TOKENS))
+    if tokens is None:
+        operation = _str(attrs.get(sc.GEN_AI_OPERATION_NAME))
+        if operation is not None and operation not in _INFERENCE_OPERATIONS:
+            return None
+        tokens = _int(attrs.get(sc.GEN_AI_USAGE_INPUT_TOKENS))
+        if tokens is None:
+            return None
+    model = _word(attrs.get(sc.GEN_AI_REQUEST_MODEL)) or _word(attrs.get(sc.GEN_AI_RESPONSE_MODEL))
+    window = _int(attrs.get(sc.CONTEXT_WINDOW))
+    if model_windows and model in model_windows:
+        window = None  # the processor's own window table wins over the agent's
+    item = _base(span, attrs, ItemKind.TURN)
+    item.turn = TurnObservation(
+        context_tokens=max(tokens, 0),
+        model=model,
+        new_content_tokens=max(_int(attrs.get(sc.CONTEXT_NEW_CONTENT_TOKENS)) or 0, 0),
+        tool_output_tokens=_ints(attrs.get(sc.TOOL_OUTPUT_TOKENS)),
+        tool_calls=_strs(attrs.get(sc.TOOL_CALLS)),
+        tool_categories=_strs(attrs.get(sc.TOOL_CATEGORIES)),
+        window=window if window and window > 0 else None,
+        timestamp=span.start_time_unix_nano / 1e9 or None,
+    )
+    item.phase = phase_report(attrs)
+    return item
+
+
+def _compaction_item(span: Any, attrs: Mapping[str, AttrValue]) -> Item:
+    item = _base(span, attrs, ItemKind.COMPACTION)
+    generation = _int(attrs.get(sc.LINEAGE_GENERATION))
+    item.compaction = CompactionObservation(
+        source=_enum(CompactionSource, attrs.get(sc.COMPACTION_SOURCE), CompactionSource.IMPORT),
+        mode=_enum(CompactionMode, attrs.get(sc.COMPACTION_MODE), CompactionMode.LOSSY),
+        trigger=_word(attrs.get(sc.COMPACTION_TRIGGER)),
+        tokens_before=_int(attrs.get(sc.TOKENS_BEFORE)),
+        tokens_after=_int(attrs.get(sc.TOKENS_AFTER)),
+        summary_tokens=_int(attrs.get(sc.TOKENS_SUMMARY)),
+        retained_tail_tokens=_int(attrs.get(sc.TOKENS_RETAINED_TAIL)),
+        summary_text=_str(attrs.get(sc.SUMMARY_TEXT)),
+        parent_id=_str(attrs.get(sc.LINEAGE_PARENT_ID)),
+        # The agent's lineage verdict is a fact about its texts, which we do not see.
+        continues_lineage=None if generation is None else generation > 0,
+        failed=attrs.get(sc.SUMMARY_FAILED) is True,
+        compaction_id=_str(attrs.get(sc.COMPACTION_ID)) or span.span_id.hex() or None,
+        timestamp=span.start_time_unix_nano / 1e9 or None,
+    )
+    item.phase = phase_report(attrs)
+    return item
+
+
+def phase_report(attrs: Mapping[str, AttrValue]) -> PhaseReport | None:
+    """The agent's own phase report carried on a span, if its phase was reported."""
+    name = _str(attrs.get(sc.PHASE_NAME))
+    if name is None or attrs.get(sc.PHASE_SOURCE) != PhaseSource.REPORTED.value:
+        return None
+    names = _strs(attrs.get(sc.PHASE_NAMES))
+    values = attrs.get(sc.PHASE_DISTRIBUTION)
+    distribution = None
+    if isinstance(values, list) and names and len(values) == len(names):
+        distribution = {n: float(v) for n, v in zip(names, values, strict=True) if _num(v)}
+    confidence = attrs.get(sc.PHASE_CONFIDENCE)
+    return PhaseReport(
+        name=name,
+        confidence=float(confidence) if isinstance(confidence, int | float) else None,
+        distribution=distribution or None,
+    )
+
+
+def logs_to_items(request: Any) -> Iterator[Item]:
+    """Every engine input in an ``ExportLogsServiceRequest`` (Claude Code events)."""
+    for rl in request.resource_logs:
+        resource = None
+        for sl in rl.scope_logs:
+            for record in sl.log_records:
+                name = _event_name(record)
+                if name is None:
+                    continue
+                if resource is None:
+                    resource = pick(rl.resource.attributes, _LOG_KEYS)
+                item = log_to_item(record, name, resource)
+                if item is not None:
+                    yield item
+
+
+def _event_name(record: Any) -> str | None:
+    name = record.event_name
+    if not name:
+        for kv in record.attributes:
+            if kv.key == sc.EVENT_NAME:
+                name = kv.value.string_value
+                break
+    if not name and record.body.WhichOneof("value") == "string_value":
+        name = record.body.string_value
+    if name in _CC_COMPACTION or name in _CC_API_REQUEST:
+        return str(name)
+    return None
+
+
+def log_to_item(record: Any, name: str, resource: Mapping[str, AttrValue]) -> Item | None:
+    """The engine input of one Claude Code log event."""
+    attrs = {**resource, **pick(record.attributes, _LOG_KEYS)}
+    key = (
+        _str(attrs.get(sc.CONVERSATION_ID))
+        or _str(attrs.get(sc.GEN_AI_CONVERSATION_ID))
+        or _str(attrs.get(sc.SESSION_ID))
+        or (record.trace_id.hex() if record.trace_id else None)
+    )
+    if key is None:
+        return None
+    time_ns = record.time_unix_nano or record.observed_time_unix_nano
+    kind = ItemKind.COMPACTION if name in _CC_COMPACTION else ItemKind.TURN
+    item = Item(
+        conversation_id=key,
+        kind=kind,
+        turn_index=None,
+        time_ns=time_ns,
+        trace_id=record.trace_id,
+        span_id=record.span_id,
+        dedupe_key=hash((key, name, time_ns, record.SerializeToString(deterministic=True))),
+        provider=sc.PROVIDER_ANTHROPIC,
+        target=record,
+        signal=Signal.LOGS,
+    )
+    if kind is ItemKind.COMPACTION:
+        item.compaction = _cc_compaction(attrs, derived_compaction_id(key, time_ns), time_ns)
+        return item
+    tokens = sum(
+        _int(attrs.get(k)) or 0
+        for k in (
+            sc.CLAUDE_CODE_INPUT_TOKENS,
+            sc.CLAUDE_CODE_CACHE_READ_TOKENS,
+            sc.CLAUDE_CODE_CACHE_CREATION_TOKENS,
+        )
+    )
+    item.turn = TurnObservation(
+        context_tokens=tokens,
+        model=_word(attrs.get(sc.CLAUDE_CODE_MODEL)),
+        timestamp=time_ns / 1e9 or None,
+    )
+    return item
+
+
+def derived_compaction_id(conversation_id: str, time_ns: int) -> str:
+    """A stable id for a compaction its source gave none (the same event, the same id)."""
+    key = f"{conversation_id}\x00{time_ns}".encode()
+    return hashlib.blake2b(key, digest_size=8).hexdigest()
+
+
+def _cc_compaction(
+    attrs: Mapping[str, AttrValue], compaction_id: str, time_ns: int
+) -> CompactionObservation:
+    success = attrs.get(sc.CLAUDE_CODE_SUCCESS)
+    failed = success is False or (isinstance(success, str) and success.lower() == "false")
+    return CompactionObservation(
+        source=CompactionSource.IMPORT,
+        mode=CompactionMode.LOSSY,
+        trigger=_word(attrs.get(sc.CLAUDE_CODE_TRIGGER)),
+        tokens_before=_int(attrs.get(sc.CLAUDE_CODE_PRE_TOKENS)),
+        tokens_after=_int(attrs.get(sc.CLAUDE_CODE_POST_TOKENS)),
+        failed=failed,
+        compaction_id=compaction_id,
+        timestamp=time_ns / 1e9 or None,
+    )
+
+
+# ------------------------------------------------------------- value coercion
+# Attributes arrive typed by whoever sent them: Claude Code sends numbers as
+# strings, some SDKs send ints as doubles. Coerce leniently, never raise.
+
+
+def _str(value: AttrValue) -> str | None:
+    if isinstance(value, str) and value:
+        return value
+    return None
+
+
+def _word(value: AttrValue) -> str | None:
+    """A low-cardinality string (model, trigger): one shared copy, as idle state keeps it."""
+    text = _str(value)
+    return sys.intern(text) if text is not None and len(text) <= 64 else text
+
+
+def _num(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
+
+
+def _int(value: AttrValue) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value == value and abs(value) < 2**62:
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(float(value.strip()))
+        except (ValueError, OverflowError):
+            return None
+    return None
+
+
+def _ints(value: AttrValue) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(i for i in (_int(v) for v in value) if i is not None and i >= 0)
+
+
+def _strs(value: AttrValue) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(sys.intern(v) for v in value if isinstance(v, str) and v and len(v) <= 64)
+
+
+def _enum(cls: type[Any], value: AttrValue, default: Any) -> Any:
+    try:
+        return cls(value)
+    except (ValueError, TypeError):
+        return default

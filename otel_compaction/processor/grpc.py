@@ -1,0 +1,147 @@
+"""The OTLP/gRPC receiver: ``TraceService``, ``MetricsService`` and ``LogsService`` ``Export``.
+
+Requests are taken as bytes and parsed here, so a malformed message gets
+``INVALID_ARGUMENT`` with the parser's reason instead of gRPC's generic
+deserialization error. Back-pressure is ``RESOURCE_EXHAUSTED`` with a
+``google.rpc.RetryInfo`` in the trailers (both the ``grpc-status-details-bin``
+status and the ``google.rpc.retryinfo-bin`` key the OTel SDK exporters read),
+which OTLP clients treat as "retry later". gRPC applies the size limit itself
+(``grpc.max_receive_message_length``, checked after decompression).
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import Callable
+from concurrent import futures
+from typing import Any
+
+import grpc
+from google.protobuf import any_pb2, duration_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+
+from otel_compaction.processor.decode import DecodeError, Signal, parse_protobuf
+from otel_compaction.processor.pipeline import Overloaded, Pipeline
+from otel_compaction.processor.telemetry import ProcessorMetrics
+from otel_compaction.semconv import ProcessorReason
+
+logger = logging.getLogger(__name__)
+
+TRANSPORT = "grpc"
+
+
+class GrpcReceiver:
+    """An OTLP/gRPC server feeding a pipeline.
+
+    Args:
+        pipeline: where accepted requests go.
+        endpoint: ``HOST:PORT`` to listen on (port 0 picks a free port).
+        max_request_bytes: the receive limit.
+        workers: handler threads.
+        token: the bearer token every request must carry, if any.
+        credentials: server TLS credentials, if any.
+        metrics: rejection counters.
+    """
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        endpoint: str,
+        *,
+        max_request_bytes: int,
+        workers: int = 16,
+        token: str | None = None,
+        credentials: grpc.ServerCredentials | None = None,
+        metrics: ProcessorMetrics | None = None,
+    ) -> None:
+        self._pipeline = pipeline
+        self._token = token
+        self._metrics = metrics
+        self._server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="otlp-grpc"),
+            options=[
+                ("grpc.max_receive_message_length", max_request_bytes),
+                ("grpc.so_reuseport", 0),
+            ],
+            maximum_concurrent_rpcs=workers * 4,
+        )
+        self._server.add_generic_rpc_handlers([self._handlers(s) for s in Signal])
+        if credentials is None:
+            self.port = self._server.add_insecure_port(endpoint)
+        else:
+            self.port = self._server.add_secure_port(endpoint, credentials)
+        if self.port == 0:
+            raise OSError(f"cannot listen for OTLP/gRPC on {endpoint}")
+
+    def _handlers(self, signal: Signal) -> grpc.GenericRpcHandler:
+        handler = grpc.unary_unary_rpc_method_handler(
+            self._export(signal), request_deserializer=None, response_serializer=None
+        )
+        return grpc.method_handlers_generic_handler(signal.spec.service, {"Export": handler})
+
+    def _export(self, signal: Signal) -> Callable[[bytes, Any], bytes]:
+        def export(data: bytes, context: Any) -> bytes:
+            return self._handle(signal, data, context)
+
+        return export
+
+    def _handle(self, signal: Signal, data: bytes, context: Any) -> bytes:
+        if not self._authorized(context):
+            self._reject(signal, ProcessorReason.UNAUTHENTICATED)
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+        try:
+            request = parse_protobuf(signal, data)
+            self._pipeline.submit(signal, request, TRANSPORT)
+        except DecodeError as exc:
+            self._reject(signal, ProcessorReason.MALFORMED)
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, exc.reason)
+        except Overloaded as exc:
+            self._reject(signal, ProcessorReason.OVERLOADED)
+            context.set_trailing_metadata(retry_trailers(exc.reason, exc.retry_after))
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, exc.reason)
+        return bytes(signal.spec.response().SerializeToString())
+
+    def _authorized(self, context: Any) -> bool:
+        if self._token is None:
+            return True
+        for key, value in context.invocation_metadata():
+            if key == "authorization" and isinstance(value, str):
+                scheme, _, presented = value.partition(" ")
+                return scheme.lower() == "bearer" and hmac.compare_digest(
+                    presented.strip().encode(), self._token.encode()
+                )
+        return False
+
+    def _reject(self, signal: Signal, reason: ProcessorReason) -> None:
+        if self._metrics is not None:
+            self._metrics.rejected(signal, reason, 1)
+
+    def start(self) -> None:
+        """Start serving."""
+        self._server.start()
+
+    def stop(self, grace: float) -> None:
+        """Stop accepting; let in-flight calls finish for up to ``grace`` seconds."""
+        self._server.stop(grace).wait(grace + 1.0)
+
+
+def retry_trailers(message: str, retry_after: int) -> tuple[tuple[str, bytes], ...]:
+    """Trailing metadata telling an OTLP client to retry after ``retry_after`` seconds."""
+    info = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=retry_after))
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    status = status_pb2.Status(code=code_pb2.RESOURCE_EXHAUSTED, message=message, details=[detail])
+    return (
+        ("google.rpc.retryinfo-bin", info.SerializeToString()),
+        ("grpc-status-details-bin", status.SerializeToString()),
+    )
+
+
+def server_credentials(
+    cert: bytes, key: bytes, client_ca: bytes | None = None
+) -> grpc.ServerCredentials:
+    """TLS credentials; with ``client_ca`` every client must present a certificate."""
+    return grpc.ssl_server_credentials(
+        [(key, cert)], root_certificates=client_ca, require_client_auth=client_ca is not None
+    )

@@ -1,0 +1,246 @@
+"""The processor's core: accepted requests → per-conversation state → outputs.
+
+Receivers call ``submit`` on their own threads; it extracts the engine inputs,
+admits the request or pushes back (``Overloaded``: the reorder window or the
+forwarding queue is full), and in enrich mode writes the request to the
+persistent queue before answering, so an accepted request survives a crash.
+One pipeline thread calls ``step`` every tick: it applies the conversations
+whose reorder window closed, records metrics, logs and emits findings, and in
+enrich mode releases the processed requests to the queue, in the order they
+were accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from otel_compaction.model import Finding
+from otel_compaction.processor.config import ProcessorConfig
+from otel_compaction.processor.decode import Signal, item_count, parse_protobuf
+from otel_compaction.processor.enrich import write_flags
+from otel_compaction.processor.extract import Item, logs_to_items, spans_to_items
+from otel_compaction.processor.queue import PersistentQueue, QueueFull
+from otel_compaction.processor.state import Applied, ConversationState
+from otel_compaction.processor.tap import FindingContext, findings_request
+from otel_compaction.processor.telemetry import ProcessorMetrics
+from otel_compaction.semconv import ProcessorReason
+
+logger = logging.getLogger(__name__)
+
+EXPIRE_EVERY_SECONDS = 1.0
+
+
+class Overloaded(Exception):
+    """The processor cannot take this request now; retry after ``retry_after`` seconds."""
+
+    def __init__(self, reason: str, retry_after: int) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+@dataclass(slots=True)
+class Batch:
+    """An accepted request in enrich mode, waiting for its items to be applied."""
+
+    seq: int
+    signal: Signal
+    request: Any
+    items: int
+    remaining: int
+    flagged: list[Item] = field(default_factory=list)
+
+
+class Pipeline:
+    """Admission, the conversation state, and the outputs of both modes.
+
+    Args:
+        config: the processor configuration.
+        metrics: where counters go (None in unit tests that do not look).
+        queue: the persistent forwarding queue (None: nothing is forwarded).
+        findings_out: where findings are logged as JSON lines (None: not logged).
+        clock: monotonic seconds (injectable).
+    """
+
+    def __init__(
+        self,
+        config: ProcessorConfig,
+        *,
+        metrics: ProcessorMetrics | None = None,
+        queue: PersistentQueue | None = None,
+        findings_out: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config
+        self.settings = config.settings()
+        self.enrich = config.output.mode == "enrich"
+        self.metrics = metrics
+        self.queue = queue
+        self.state = ConversationState(
+            self.settings,
+            window=config.processing.reorder_window_seconds,
+            dedupe_memory=config.processing.dedupe_memory,
+            clock=clock,
+            on_skip=self._skipped,
+        )
+        self._findings_out = findings_out
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._out_lock = threading.Lock()
+        self._batches: deque[Batch] = deque()
+        self._next_expiry = clock() + EXPIRE_EVERY_SECONDS
+        self._retry_after = max(1, round(config.processing.reorder_window_seconds + 0.5))
+
+    # ----------------------------------------------------------------- input
+
+    def submit(self, signal: Signal, request: Any, transport: str) -> int:
+        """Accept one decoded request (raises ``Overloaded``); returns its item count."""
+        count = item_count(signal, request)
+        items = self._extract(signal, request)
+        data = request.SerializeToString() if self.enrich and self.queue is not None else b""
+        with self._lock:
+            self._admit(len(items), len(data))
+            if self.enrich and self.queue is not None:
+                seq = self.queue.put(signal, data, count, ready=False)
+                self._track(Batch(seq, signal, request, count, len(items)), items)
+            self.state.offer(items)
+        if self.metrics is not None:
+            self.metrics.received(signal, transport, count)
+        return count
+
+    def _extract(self, signal: Signal, request: Any) -> list[Item]:
+        if signal is Signal.TRACES:
+            # The same reading as ``otel-compaction analyze`` on a trace file.
+            items = list(spans_to_items(request, self.settings.model_windows))
+        elif signal is Signal.LOGS:
+            items = list(logs_to_items(request))
+        else:
+            return []
+        if not self.enrich:
+            for item in items:
+                item.target = None  # lets the request be freed while items wait
+        return items
+
+    def _admit(self, items: int, size: int) -> None:
+        limit = self.config.processing.max_pending_items
+        if items and self.state.pending + items > limit:
+            raise Overloaded(f"reorder window holds {self.state.pending} items", self._retry_after)
+        if self.queue is not None and size and not self.queue.has_room(size):
+            raise Overloaded("forwarding queue is full", self._retry_after)
+
+    def _track(self, batch: Batch, items: list[Item]) -> None:
+        for item in items:
+            item.batch = batch
+        self._batches.append(batch)
+
+    def recover(self) -> int:
+        """Process again the raw batches a previous run left in the queue; return how many."""
+        if self.queue is None:
+            return 0
+        entries = self.queue.raw_entries()
+        for entry, data in entries:
+            request = parse_protobuf(entry.signal, data)
+            items = self._extract(entry.signal, request)
+            with self._lock:
+                self._track(Batch(entry.seq, entry.signal, request, entry.items, len(items)), items)
+                self.state.offer(items)
+        return len(entries)
+
+    # ------------------------------------------------------------ processing
+
+    def step(self) -> int:
+        """Apply what is due and emit the results; return how many items were applied."""
+        with self._lock:
+            groups = self.state.take_due()
+        applied = self._process(groups)
+        if self._clock() >= self._next_expiry:
+            self._next_expiry = self._clock() + EXPIRE_EVERY_SECONDS
+            self.state.expire()
+        return applied
+
+    def drain(self) -> int:
+        """Apply everything held, whatever its window (shutdown); return the item count."""
+        with self._lock:
+            groups = self.state.take_all()
+        return self._process(groups)
+
+    def _process(self, groups: list[tuple[str, list[Item]]]) -> int:
+        if not groups and not self._batches:
+            return 0
+        applied = self.state.apply(groups)
+        findings: list[FindingContext] = []
+        for result in applied:
+            self._record(result, findings)
+        if findings:
+            self._emit_findings(findings)
+        self._release(item for _, items in groups for item in items)
+        return len(applied)
+
+    def _record(self, result: Applied, findings: list[FindingContext]) -> None:
+        item = result.item
+        if result.turn is not None and self.metrics is not None:
+            self.metrics.compaction.record_turn(result.turn, item.provider)
+            if result.turn.transition is not None:
+                source = result.turn.phase.source.value
+                self.metrics.compaction.record_transition(result.turn.transition, source)
+        analysis = result.compaction
+        if analysis is None:
+            return
+        if self.metrics is not None:
+            self.metrics.compaction.record_compaction(analysis)
+        if self.enrich and item.target is not None:
+            write_flags(item.target, analysis)
+        for finding in analysis.findings:
+            self._log_finding(finding)
+            findings.append(FindingContext(finding, item.trace_id, item.span_id, item.time_ns))
+
+    def _log_finding(self, finding: Finding) -> None:
+        if self._findings_out is None:
+            return
+        line = json.dumps(finding.to_json(), sort_keys=True)
+        with self._out_lock:
+            self._findings_out.write(line + "\n")
+            self._findings_out.flush()
+
+    def _emit_findings(self, findings: list[FindingContext]) -> None:
+        if self.enrich or self.queue is None:
+            return  # enrich mode carries findings as flags on the spans themselves
+        request = findings_request(findings, self.config.output.service_name)
+        try:
+            self.queue.put(Signal.TRACES, request.SerializeToString(), len(findings), ready=True)
+        except QueueFull:
+            logger.error("forwarding queue full: %d finding spans dropped", len(findings))
+            if self.metrics is not None:
+                self.metrics.dropped(ProcessorReason.QUEUE_FULL, len(findings))
+
+    def _release(self, items: Iterable[Item]) -> None:
+        """Hand processed requests to the queue, oldest first (keeps per-conversation order)."""
+        for item in items:
+            if item.batch is not None:
+                item.batch.remaining -= 1
+        while self._batches and self._batches[0].remaining <= 0:
+            batch = self._batches.popleft()
+            assert self.queue is not None
+            self.queue.complete(batch.seq, batch.request.SerializeToString(), batch.items)
+
+    def _skipped(self, item: Item, reason: ProcessorReason) -> None:
+        if self.metrics is not None:
+            self.metrics.rejected(item.signal, reason, 1)
+
+    # ----------------------------------------------------------------- thread
+
+    def run(self, stop: threading.Event) -> None:
+        """Step every tick until ``stop`` is set (the pipeline thread's body)."""
+        tick = self.config.processing.tick_seconds
+        while not stop.wait(tick):
+            try:
+                self.step()
+            except Exception:  # the service keeps serving; the error is logged
+                logger.exception("pipeline step failed")

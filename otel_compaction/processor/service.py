@@ -1,0 +1,205 @@
+"""The processor service: receivers, pipeline, forwarder and admin endpoint wired together.
+
+Start-up order: the queue (replaying what a previous run left), the forwarder,
+the pipeline thread, then the listeners, then readiness. Shutdown (SIGTERM)
+runs it backwards: not ready, stop accepting (in-flight requests finish),
+apply everything still in the reorder window, hand it to the queue, send what
+can be sent within ``forward.drain_timeout_seconds``, and leave the rest on
+disk for the next start.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import ssl
+import sys
+import threading
+from types import FrameType
+from typing import Any, TextIO
+
+from otel_compaction.processor.admin import AdminServer
+from otel_compaction.processor.config import ProcessorConfig, split_endpoint
+from otel_compaction.processor.forward import Forwarder, Outcome, SendResult, make_sender
+from otel_compaction.processor.grpc import GrpcReceiver, server_credentials
+from otel_compaction.processor.http import HttpReceiver
+from otel_compaction.processor.pipeline import Pipeline
+from otel_compaction.processor.queue import Entry, PersistentQueue
+from otel_compaction.processor.telemetry import ProcessorMetrics
+from otel_compaction.semconv import ProcessorReason
+
+logger = logging.getLogger(__name__)
+
+RECEIVER_GRACE_SECONDS = 5.0
+
+
+class ProcessorService:
+    """The whole service for one configuration.
+
+    Args:
+        config: a validated configuration.
+        findings_out: where findings are logged as JSON lines; defaults to
+            stdout when ``output.log_findings`` is on.
+    """
+
+    def __init__(self, config: ProcessorConfig, *, findings_out: TextIO | None = None) -> None:
+        self.config = config
+        fwd = config.forward
+        self.queue: PersistentQueue | None = None
+        if fwd.endpoint is not None and fwd.queue.directory is not None:
+            self.queue = PersistentQueue(
+                fwd.queue.directory,
+                max_batches=fwd.queue.max_batches,
+                max_bytes=fwd.queue.max_bytes,
+                fsync=fwd.queue.fsync,
+            )
+        if findings_out is None and config.output.log_findings:
+            findings_out = sys.stdout
+        self.pipeline = Pipeline(config, queue=self.queue, findings_out=findings_out)
+        registry = self.pipeline.state.registry
+        self.metrics = ProcessorMetrics(
+            config.output.service_name,
+            livelocked=registry.livelocked_count,
+            active=registry.__len__,
+            queue_size=lambda: len(self.queue) if self.queue is not None else 0,
+            otlp_endpoint=config.metrics.otlp_endpoint,
+            otlp_interval=config.metrics.otlp_interval_seconds,
+        )
+        self.pipeline.metrics = self.metrics
+        self.forwarder: Forwarder | None = None
+        if self.queue is not None:
+            self.forwarder = Forwarder(
+                self.queue, make_sender(fwd), fwd.retry, on_result=self._forwarded
+            )
+        self._stop_pipeline = threading.Event()
+        self._pipeline_thread = threading.Thread(
+            target=self.pipeline.run, args=(self._stop_pipeline,), name="pipeline", daemon=True
+        )
+        self.grpc: GrpcReceiver | None = None
+        self.http: HttpReceiver | None = None
+        self.admin: AdminServer | None = None
+        self._stopped = threading.Event()
+
+    # ------------------------------------------------------------- lifecycle
+
+    def start(self) -> None:
+        """Replay the queue, start every thread and listener, then report ready."""
+        recovered = self.pipeline.recover()
+        if recovered:
+            logger.warning("replaying %d batches accepted before the last stop", recovered)
+        if self.forwarder is not None:
+            self.forwarder.start()
+        self._pipeline_thread.start()
+        self._start_listeners()
+        if self.admin is not None:
+            self.admin.ready.set()
+
+    def _start_listeners(self) -> None:
+        cfg = self.config.receivers
+        token = self.config.bearer_token()
+        if cfg.otlp_grpc is not None:
+            self.grpc = GrpcReceiver(
+                self.pipeline, cfg.otlp_grpc, max_request_bytes=cfg.max_request_bytes,
+                workers=cfg.max_concurrent_requests, token=token,
+                credentials=self._grpc_credentials(), metrics=self.metrics,
+            )  # fmt: skip
+            self.grpc.start()
+        if cfg.otlp_http is not None:
+            host, port = split_endpoint(cfg.otlp_http)
+            self.http = HttpReceiver(
+                self.pipeline, host, port, max_request_bytes=cfg.max_request_bytes,
+                max_concurrent=cfg.max_concurrent_requests, token=token,
+                tls=self._ssl_context(), metrics=self.metrics,
+            )  # fmt: skip
+            self.http.start()
+        if self.config.metrics.endpoint is not None:
+            host, port = split_endpoint(self.config.metrics.endpoint)
+            self.admin = AdminServer(
+                host, port, exposition=self.metrics.exposition, status=self.status
+            )
+            self.admin.start()
+
+    def stop(self) -> bool:
+        """Drain and stop; True when the queue was emptied (else it stays on disk)."""
+        if self._stopped.is_set():
+            return True
+        self._stopped.set()
+        if self.admin is not None:
+            self.admin.ready.clear()
+        if self.grpc is not None:
+            self.grpc.stop(RECEIVER_GRACE_SECONDS)
+        if self.http is not None:
+            self.http.stop()
+        self._stop_pipeline.set()
+        self._pipeline_thread.join()
+        self.pipeline.drain()
+        emptied = True
+        if self.forwarder is not None:
+            emptied = self.forwarder.stop(self.config.forward.drain_timeout_seconds)
+            if not emptied:
+                logger.warning("%d batches left in the queue for the next start", len(self))
+        self.metrics.shutdown()
+        if self.admin is not None:
+            self.admin.stop()
+        return emptied
+
+    def __len__(self) -> int:
+        return len(self.queue) if self.queue is not None else 0
+
+    def run_until_signalled(self) -> int:
+        """Start, serve until SIGTERM or SIGINT, drain, and return an exit status."""
+        done = threading.Event()
+
+        def on_signal(signum: int, _frame: FrameType | None) -> None:
+            logger.warning("received %s: draining", signal.Signals(signum).name)
+            done.set()
+
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            self.start()
+            done.wait()
+        finally:
+            self.stop()
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        return 0
+
+    # ----------------------------------------------------------------- parts
+
+    def status(self) -> dict[str, Any]:
+        """The JSON document of ``/healthz`` and ``/readyz``."""
+        return {
+            "mode": self.config.output.mode,
+            "conversations": len(self.pipeline.state.registry),
+            "pending_items": self.pipeline.state.pending,
+            "queue_batches": len(self),
+            "queue_bytes": self.queue.size_bytes if self.queue is not None else 0,
+            "last_forward_error": self.forwarder.last_error if self.forwarder else None,
+        }
+
+    def _forwarded(self, entry: Entry, result: SendResult) -> None:
+        if result.outcome is Outcome.REJECTED:
+            self.metrics.dropped(ProcessorReason.DOWNSTREAM_REJECTED, entry.items)
+            return
+        delivered = max(entry.items - result.rejected_items, 0)
+        self.metrics.forwarded(entry.signal, delivered)
+        if result.rejected_items:
+            self.metrics.dropped(ProcessorReason.DOWNSTREAM_REJECTED, result.rejected_items)
+
+    def _grpc_credentials(self) -> Any:
+        tls = self.config.receivers.tls
+        if tls is None:
+            return None
+        client_ca = tls.client_ca_file.read_bytes() if tls.client_ca_file else None
+        return server_credentials(tls.cert_file.read_bytes(), tls.key_file.read_bytes(), client_ca)
+
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        tls = self.config.receivers.tls
+        if tls is None:
+            return None
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(tls.cert_file, tls.key_file)
+        if tls.client_ca_file is not None:
+            context.load_verify_locations(tls.client_ca_file)
+            context.verify_mode = ssl.CERT_REQUIRED
+        return context

@@ -1,0 +1,250 @@
+"""Per-conversation state rebuilt from the span stream, in front of the shared engine.
+
+Spans of one conversation arrive in several batches, from several agents'
+exporters, sometimes out of order and sometimes twice (an exporter retries a
+batch it thinks was lost). ``ConversationState`` therefore:
+
+1. holds each conversation's items for a short reorder window (like the
+   Collector's ``groupbytrace`` ``wait_duration``), counted from the first item
+   held, so a late span of the same burst is applied in turn order;
+2. drops what it has already applied: span ids it remembers (bounded), turn
+   indexes at or below the conversation's high-water mark, compaction ids the
+   engine already recorded; a retried batch changes nothing;
+3. feeds the rest, in order, to the same ``ConversationRegistry`` and
+   ``ConversationAnalyzer`` the in-process instrumentation uses, with the
+   processor's own ``Settings``: verdicts are recomputed, never copied.
+
+Not thread-safe: one pipeline thread owns it (receivers only hand items over
+through the pipeline's lock).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from otel_compaction.analyzer import ConversationAnalyzer, ConversationRegistry
+from otel_compaction.config import Settings
+from otel_compaction.model import CompactionAnalysis, PhaseReport, TurnAnalysis
+from otel_compaction.processor.extract import Item, ItemKind
+from otel_compaction.semconv import PhaseSource, ProcessorReason
+
+logger = logging.getLogger(__name__)
+
+SkipListener = Callable[[Item, ProcessorReason], None]
+
+
+@dataclass(slots=True)
+class Applied:
+    """An item the engine took, with what it said about it."""
+
+    item: Item
+    turn: TurnAnalysis | None = None
+    compaction: CompactionAnalysis | None = None
+
+
+class RecentKeys:
+    """A bounded set of recently seen keys (oldest forgotten first)."""
+
+    __slots__ = ("_limit", "_order", "_set")
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._set: set[int] = set()
+        self._order: deque[int] = deque()
+
+    def add(self, key: int) -> bool:
+        """Remember ``key``; False when it was already remembered."""
+        if key in self._set:
+            return False
+        if self._limit <= 0:
+            return True
+        self._set.add(key)
+        self._order.append(key)
+        if len(self._order) > self._limit:
+            self._set.discard(self._order.popleft())
+        return True
+
+    def __len__(self) -> int:
+        return len(self._set)
+
+
+class ReorderWindow:
+    """Items held per conversation until ``window`` seconds after the first one came."""
+
+    __slots__ = ("_held", "_size", "window")
+
+    def __init__(self, window: float) -> None:
+        self.window = window
+        # Insertion order is first-arrival order, and every conversation waits the
+        # same window, so the due conversations are always at the front.
+        self._held: dict[str, tuple[float, list[Item]]] = {}
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def add(self, items: Iterable[Item], now: float) -> None:
+        """Hold ``items`` until their conversation's window closes."""
+        for item in items:
+            held = self._held.get(item.conversation_id)
+            if held is None:
+                held = (now + self.window, [])
+                self._held[item.conversation_id] = held
+            held[1].append(item)
+            self._size += 1
+
+    def due(self, now: float) -> list[tuple[str, list[Item]]]:
+        """Remove and return the conversations whose window has closed."""
+        out = []
+        for conversation_id, (deadline, items) in self._held.items():
+            if deadline > now:
+                break
+            out.append((conversation_id, items))
+        for conversation_id, items in out:
+            del self._held[conversation_id]
+            self._size -= len(items)
+        return out
+
+    def drain(self) -> list[tuple[str, list[Item]]]:
+        """Remove and return everything held."""
+        return self.due(float("inf"))
+
+
+class ConversationState:
+    """The reorder window, de-duplication and the shared engine for many conversations.
+
+    Args:
+        settings: the detectors' thresholds and the registry's bounds.
+        window: the reorder window in seconds (0 applies items at the next step).
+        dedupe_memory: how many span ids to remember for de-duplication.
+        clock: monotonic seconds (injectable for tests).
+        on_skip: told about every item not applied, with the reason.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        window: float = 2.0,
+        dedupe_memory: int = 262_144,
+        clock: Callable[[], float] = time.monotonic,
+        on_skip: SkipListener | None = None,
+    ) -> None:
+        self.settings = settings
+        self.registry = ConversationRegistry(settings, clock=clock)
+        self.window = ReorderWindow(window)
+        self._clock = clock
+        self._recent = RecentKeys(dedupe_memory)
+        self._marks: OrderedDict[str, int] = OrderedDict()
+        self._on_skip = on_skip
+
+    @property
+    def pending(self) -> int:
+        """Items held in the reorder window."""
+        return len(self.window)
+
+    def offer(self, items: Iterable[Item]) -> None:
+        """Hold items for the reorder window."""
+        self.window.add(items, self._clock())
+
+    def take_due(self) -> list[tuple[str, list[Item]]]:
+        """Remove the conversations whose window has closed, to ``apply`` them."""
+        return self.window.due(self._clock())
+
+    def take_all(self) -> list[tuple[str, list[Item]]]:
+        """Remove everything held (shutdown), to ``apply`` it."""
+        return self.window.drain()
+
+    def step(self) -> list[Applied]:
+        """Apply every conversation whose window has closed."""
+        return self.apply(self.take_due())
+
+    def drain(self) -> list[Applied]:
+        """Apply everything held now (shutdown)."""
+        return self.apply(self.take_all())
+
+    def expire(self) -> list[str]:
+        """Forget conversations idle past ``conversation_idle_seconds``."""
+        expired = self.registry.expire()
+        for conversation_id in expired:
+            self._marks.pop(conversation_id, None)
+        return expired
+
+    def apply(self, groups: list[tuple[str, list[Item]]]) -> list[Applied]:
+        """Feed each conversation's items to the engine in turn order; return what it took."""
+        applied: list[Applied] = []
+        for conversation_id, items in groups:
+            items.sort(key=Item.sort_key)
+            analyzer = self.registry.get(conversation_id)
+            for item in items:
+                result = self._apply(analyzer, item)
+                if result is not None:
+                    applied.append(result)
+        return applied
+
+    def _apply(self, analyzer: ConversationAnalyzer, item: Item) -> Applied | None:
+        reason = self._skip_reason(analyzer, item)
+        if reason is not None:
+            self._skip(item, reason)
+            return None
+        try:
+            if item.kind is ItemKind.COMPACTION:
+                return self._compaction(analyzer, item)
+            return self._turn(analyzer, item)
+        except Exception:  # one bad item must not stop the pipeline
+            logger.exception("analysis failed for a span of %s", item.conversation_id)
+            self._skip(item, ProcessorReason.ANALYSIS_ERROR)
+            return None
+
+    def _skip_reason(self, analyzer: ConversationAnalyzer, item: Item) -> ProcessorReason | None:
+        if not self._recent.add(item.dedupe_key):
+            return ProcessorReason.DUPLICATE
+        if item.kind is ItemKind.COMPACTION:
+            assert item.compaction is not None
+            known = item.compaction.compaction_id
+            if known and any(r.compaction_id == known for r in analyzer.compactions):
+                return ProcessorReason.DUPLICATE
+            return None
+        if item.turn_index is not None:
+            mark = self._marks.get(item.conversation_id, 0)
+            if item.turn_index <= mark:
+                return ProcessorReason.LATE
+        return None
+
+    def _turn(self, analyzer: ConversationAnalyzer, item: Item) -> Applied:
+        assert item.turn is not None
+        if item.phase is not None:
+            analyzer.report_phase(item.phase)
+        analysis = analyzer.observe_turn(item.turn)
+        if item.turn_index is not None:
+            self._marks[item.conversation_id] = item.turn_index
+            self._marks.move_to_end(item.conversation_id)
+            if len(self._marks) > self.settings.max_conversations:
+                self._marks.popitem(last=False)
+        return Applied(item, turn=analysis)
+
+    def _compaction(self, analyzer: ConversationAnalyzer, item: Item) -> Applied:
+        assert item.compaction is not None
+        if item.phase is not None and not _already_reported(analyzer, item.phase):
+            # The agent's phase at the moment of the compaction (reported since
+            # the last turn): the boundary rule judges against it.
+            analyzer.report_phase(item.phase)
+        return Applied(item, compaction=analyzer.observe_compaction(item.compaction))
+
+    def _skip(self, item: Item, reason: ProcessorReason) -> None:
+        if self._on_skip is not None:
+            self._on_skip(item, reason)
+
+
+def _already_reported(analyzer: ConversationAnalyzer, report: PhaseReport) -> bool:
+    """Whether the analyzer's phase is this report already (re-reporting would reset it)."""
+    current = analyzer.phase
+    if current is None or current.source is not PhaseSource.REPORTED:
+        return False
+    if current.name != report.name:
+        return False
+    return report.confidence is None or abs(current.confidence - report.confidence) < 1e-3

@@ -1,0 +1,105 @@
+"""The Collector configurations in ``collector/``: well-formed, consistent with the processor.
+
+The Collector cannot be installed here, so these tests check what ``otelcol
+validate`` would and what only we know: every pipeline names defined
+components, the routing key is our semconv attribute, and the ports the
+Collector and the processor use for each other agree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from otel_compaction import semconv as sc
+from otel_compaction.processor.config import load_config
+
+COLLECTOR = Path(__file__).resolve().parents[2] / "collector"
+OTELCOL = sorted(COLLECTOR.glob("*/otelcol*.yaml"))
+PROCESSOR = sorted(COLLECTOR.glob("**/processor*.yaml"))
+
+
+def _yaml(path: Path) -> dict[str, Any]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
+
+
+def _port(endpoint: str) -> int:
+    return int(endpoint.rsplit(":", 1)[1])
+
+
+@pytest.mark.parametrize("path", PROCESSOR, ids=lambda p: str(p.relative_to(COLLECTOR)))
+def test_every_processor_config_validates(path: Path) -> None:
+    """Each shipped processor configuration passes the processor's own validation."""
+    load_config(path)
+
+
+@pytest.mark.parametrize("path", OTELCOL, ids=lambda p: str(p.relative_to(COLLECTOR)))
+def test_pipelines_name_only_defined_components(path: Path) -> None:
+    """Every receiver, processor and exporter a pipeline uses is defined in the file."""
+    config = _yaml(path)
+    pipelines = config["service"]["pipelines"]
+    assert pipelines
+    for name, pipeline in pipelines.items():
+        assert name.split("/")[0] in ("traces", "metrics", "logs"), name
+        for kind in ("receivers", "processors", "exporters"):
+            for component in pipeline.get(kind, []):
+                assert component in (config.get(kind) or {}), f"{path.name}: {name}: {component}"
+
+
+@pytest.mark.parametrize("name", ["otelcol-lb-static.yaml", "otelcol-lb-dns.yaml"])
+def test_scaled_out_routes_by_conversation_never_by_trace(name: str) -> None:
+    """The load-balancing exporter shards traces by ``compaction.conversation.id``."""
+    config = _yaml(COLLECTOR / "scaled" / name)
+    exporter = config["exporters"]["load_balancing/conversations"]
+    assert exporter["routing_key"] == "attributes"
+    assert exporter["routing_attributes"] == [sc.CONVERSATION_ID]
+    resolver = "static" if "static" in name else "dns"
+    assert set(exporter["resolver"]) == {resolver}
+    logs = config["exporters"]["load_balancing/sessions"]
+    assert logs["routing_attributes"] == [sc.SESSION_ID]
+    traces = config["service"]["pipelines"]["traces"]["exporters"]
+    assert "load_balancing/conversations" in traces
+
+
+def test_replicas_listen_where_the_load_balancer_sends() -> None:
+    """The static resolver's port is the replicas' OTLP/gRPC port."""
+    lb = _yaml(COLLECTOR / "scaled" / "otelcol-lb-static.yaml")
+    hosts = lb["exporters"]["load_balancing/conversations"]["resolver"]["static"]["hostnames"]
+    replica = load_config(COLLECTOR / "scaled" / "processor.yaml")
+    assert replica.receivers.otlp_grpc is not None
+    assert {_port(h) for h in hosts} == {_port(replica.receivers.otlp_grpc)}
+
+
+@pytest.mark.parametrize(
+    ("deployment", "to_processor", "from_processor"),
+    [
+        ("tap", "otlp/compaction", "otlp/findings"),
+        ("single-node", "otlp/compaction", "otlp/enriched"),
+    ],
+)
+def test_collector_and_processor_ports_agree(
+    deployment: str, to_processor: str, from_processor: str
+) -> None:
+    """The Collector exports to the processor's receiver and receives on its forward port."""
+    collector = _yaml(COLLECTOR / deployment / "otelcol.yaml")
+    processor = load_config(COLLECTOR / deployment / "processor.yaml")
+    assert processor.receivers.otlp_grpc is not None
+    assert processor.forward.endpoint is not None
+    sent_to = collector["exporters"][to_processor]["endpoint"]
+    assert _port(sent_to) == _port(processor.receivers.otlp_grpc)
+    back_on = collector["receivers"][from_processor]["protocols"]["grpc"]["endpoint"]
+    assert _port(back_on) == _port(processor.forward.endpoint)
+
+
+def test_the_container_file_runs_the_processor_with_the_example_config() -> None:
+    """The Containerfile installs the processor extra and starts the processor subcommand."""
+    text = (COLLECTOR / "Containerfile").read_text(encoding="utf-8")
+    assert '".[processor]"' in text
+    assert "processor.example.yaml" in text
+    assert '"otel-compaction", "processor"' in text
+    assert "/readyz" in text

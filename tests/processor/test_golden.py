@@ -1,0 +1,97 @@
+"""Golden tests in the Collector's style: OTLP/JSON in, findings and spans out.
+
+Each row feeds an input file from ``testdata/`` through the processor's
+pipeline and compares the findings with the in-process engine's (the oracle
+written by ``make_testdata``) and the output with the expected file, ignoring
+timestamps and order: in tap mode the finding spans; in enrich mode the spans
+and log records the processor changed (every other one must pass through
+unchanged, none lost, none added). ``UPDATE_GOLDEN=1`` rewrites the expected
+output files (review the diff).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from tests.processor.conftest import PipelineFactory, queued
+from tests.processor.golden import TESTDATA, changed_items, normalize_requests, read_requests
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row: input, mode, detector overrides, and the expected files."""
+
+    name: str
+    mode: str
+    detectors: dict[str, Any] = field(default_factory=dict)
+    expect: str = ""
+
+    @property
+    def input(self) -> str:
+        return next(p.name for p in TESTDATA.glob(f"{self.name}.*.jsonl"))
+
+    @property
+    def stem(self) -> str:
+        return self.expect or self.name
+
+
+CASES = [
+    Case("boundary_000", "tap"),
+    Case("boundary_000", "enrich"),
+    Case("livelock_004", "tap"),
+    Case("livelock_004", "enrich"),
+    Case("healthy", "tap"),
+    Case("healthy", "enrich"),
+    Case("claude_code_thrashing", "tap"),
+    Case("claude_code_thrashing", "enrich"),
+    # The fleet's own thresholds decide: a higher veto clears the boundary finding.
+    Case("boundary_000", "tap", {"transition_veto": 0.9}, "boundary_000.veto90"),
+    Case("boundary_000", "enrich", {"transition_veto": 0.9}, "boundary_000.veto90"),
+]
+
+
+def _load(name: str) -> Any:
+    return json.loads((TESTDATA / name).read_text(encoding="utf-8"))
+
+
+def _run(case: Case, factory: PipelineFactory) -> tuple[list[Any], list[Any]]:
+    pipeline, out = factory(case.mode, detectors=case.detectors)
+    for signal, request in read_requests(TESTDATA / case.input):
+        pipeline.submit(signal, request, "http")
+        pipeline.step()
+    pipeline.drain()
+    findings = [json.loads(line) for line in out.getvalue().splitlines()]
+    findings.sort(key=lambda d: json.dumps(d, sort_keys=True))
+    if case.mode == "tap":
+        return findings, normalize_requests(queued(pipeline))
+    inputs = [request for _, request in read_requests(TESTDATA / case.input)]
+    return findings, changed_items(inputs, queued(pipeline))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.stem}-{c.mode}")
+def test_golden(case: Case, pipeline_factory: PipelineFactory) -> None:
+    """The processor's findings equal the oracle's and its output spans equal the golden file."""
+    findings, output = _run(case, pipeline_factory)
+    expected_findings = [] if case.expect else _load(f"{case.name}.findings.json")
+    assert findings == expected_findings
+    golden = TESTDATA / f"{case.stem}.{case.mode}.json"
+    if os.environ.get("UPDATE_GOLDEN"):
+        golden.write_text(json.dumps(output, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    assert output == _load(golden.name)
+
+
+def test_oracles_hold_the_findings_the_notes_describe() -> None:
+    """The inputs are not vacuous: note 000 flags a boundary, note 004 a livelock, healthy none."""
+    kinds = {
+        name: {(f["kind"], f["rule"]) for f in _load(f"{name}.findings.json")}
+        for name in ("boundary_000", "livelock_004", "healthy", "claude_code_thrashing")
+    }
+    assert kinds["boundary_000"] == {("boundary_compaction", "veto")}
+    assert ("reexpansion_livelock", "cadence") in kinds["livelock_004"]
+    assert kinds["healthy"] == set()
+    assert kinds["claude_code_thrashing"] == {("reexpansion_livelock", "thrashing")}
