@@ -1,0 +1,196 @@
+"""Running the engine over input files and collecting what it said into a report.
+
+Agent transcripts are replayed through a ``ConversationRegistry`` as they are
+read; OTLP/JSON trace files go through the processor's ``ConversationState``
+(the same de-duplication, ordering and engine as the processor service), all
+of their spans first, so a conversation split over several files is put back
+in turn order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from otel_compaction.analyzer import ConversationRegistry
+from otel_compaction.config import Settings
+from otel_compaction.model import CompactionAnalysis, TurnAnalysis
+from otel_compaction.processor.state import Applied, ConversationState
+from otel_compaction.report.model import ConversationReport, FileReport, FindingsReport
+from otel_compaction.transcripts import (
+    TRANSCRIPT_FORMATS,
+    ConversationInfo,
+    Diagnostics,
+    Format,
+    Progress,
+    Replayer,
+    Step,
+    TranscriptError,
+    UniqueConversations,
+    detect_format,
+    read_otlp,
+    read_transcript,
+)
+
+INPUT_SUFFIXES = (".jsonl", ".json", ".ndjson")
+"""Files taken from a directory given as input (recursively)."""
+
+
+@dataclass(slots=True)
+class _Conversation:
+    info: ConversationInfo
+    turns: list[TurnAnalysis] = field(default_factory=list)
+    compactions: list[CompactionAnalysis] = field(default_factory=list)
+
+
+class ReportBuilder:
+    """Collects the engine's analyses per conversation, in order of first appearance."""
+
+    def __init__(self) -> None:
+        self._conversations: dict[str, _Conversation] = {}
+
+    def announce(self, info: ConversationInfo) -> None:
+        """Register a conversation (the first announcement of an id wins)."""
+        if info.conversation_id not in self._conversations:
+            self._conversations[info.conversation_id] = _Conversation(info)
+
+    def known(self, conversation_id: str) -> bool:
+        """Whether the conversation was announced."""
+        return conversation_id in self._conversations
+
+    def add_turn(self, analysis: TurnAnalysis) -> None:
+        """Record a turn's signals."""
+        self._get(analysis.conversation_id).turns.append(analysis)
+
+    def add_compaction(self, analysis: CompactionAnalysis) -> None:
+        """Record a compaction with its lineage, cycle and findings."""
+        self._get(analysis.record.conversation_id).compactions.append(analysis)
+
+    def take(self, step: Step | Applied) -> None:
+        """Record whatever the engine returned for one input."""
+        if step.turn is not None:
+            self.add_turn(step.turn)
+        if step.compaction is not None:
+            self.add_compaction(step.compaction)
+
+    def build(
+        self, files: Sequence[FileReport] = (), diagnostics: Diagnostics | None = None
+    ) -> FindingsReport:
+        """The report of everything recorded."""
+        conversations = tuple(
+            ConversationReport(
+                conversation_id=cid,
+                turns=tuple(c.turns),
+                compactions=tuple(c.compactions),
+                agent=c.info.agent,
+                source=c.info.source,
+            )
+            for cid, c in self._conversations.items()
+        )
+        diag = diagnostics or Diagnostics()
+        return FindingsReport(
+            conversations=conversations,
+            files=tuple(files),
+            skipped=tuple(diag.skipped),
+            skipped_count=diag.skipped_count,
+        )
+
+    def _get(self, conversation_id: str) -> _Conversation:
+        found = self._conversations.get(conversation_id)
+        if found is None:
+            found = self._conversations[conversation_id] = _Conversation(
+                ConversationInfo(conversation_id)
+            )
+        return found
+
+
+def expand_inputs(paths: Iterable[Path]) -> list[Path]:
+    """The files to read: files as given, directories searched for JSON Lines files."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            out.extend(sorted(p for p in path.rglob("*") if p.suffix in INPUT_SUFFIXES))
+        else:
+            out.append(path)
+    return out
+
+
+def total_size(paths: Iterable[Path]) -> int:
+    """The bytes to read, for progress (unreadable files count 0)."""
+    total = 0
+    for path in paths:
+        try:
+            total += path.stat().st_size
+        except OSError:
+            continue
+    return total
+
+
+def analyze_files(
+    paths: Sequence[Path],
+    settings: Settings | None = None,
+    diagnostics: Diagnostics | None = None,
+    progress: Progress | None = None,
+) -> FindingsReport:
+    """Analyze transcripts and trace files with the shared engine; never raises for bad input.
+
+    A file that cannot be read at all is listed in ``FindingsReport.unreadable``
+    with the reason; a malformed line is listed in ``skipped``.
+    """
+    settings = settings or Settings.from_env()
+    diagnostics = diagnostics or Diagnostics()
+    run = _Run(settings, diagnostics, progress)
+    files = [run.read(path) for path in paths]
+    for applied in run.otlp.drain():
+        run.builder.take(applied)
+    if progress is not None:
+        progress.finish()
+    return run.builder.build(files, diagnostics)
+
+
+class _Run:
+    """The state of one ``analyze_files`` call."""
+
+    def __init__(
+        self, settings: Settings, diagnostics: Diagnostics, progress: Progress | None
+    ) -> None:
+        self.settings = settings
+        self.diagnostics = diagnostics
+        self.progress = progress
+        self.builder = ReportBuilder()
+        self.replayer = Replayer(ConversationRegistry(settings))
+        self.otlp = ConversationState(settings, window=0.0)
+        self.unique = UniqueConversations()
+
+    def read(self, path: Path) -> FileReport:
+        if self.progress is not None:
+            self.progress.start_file(path.name)
+        try:
+            fmt = detect_format(path)
+            if fmt is Format.OTLP:
+                self._read_otlp(path)
+            elif fmt in TRANSCRIPT_FORMATS:
+                self._read_transcript(path, fmt)
+            elif fmt is Format.UNKNOWN:
+                raise TranscriptError(
+                    path, "not OTLP/JSON, a Claude Code transcript or a Codex rollout"
+                )
+        except TranscriptError as exc:
+            return FileReport(str(path), Format.UNKNOWN.value, exc.reason)
+        return FileReport(str(path), fmt.value)
+
+    def _read_otlp(self, path: Path) -> None:
+        items = list(read_otlp(path, self.diagnostics, self.progress, self.settings.model_windows))
+        for item in items:
+            self.builder.announce(ConversationInfo(item.conversation_id, source=str(path)))
+        self.otlp.offer(items)
+
+    def _read_transcript(self, path: Path, fmt: Format) -> None:
+        self.unique.start_file(path.name)
+        for raw in read_transcript(path, fmt, self.diagnostics, self.progress):
+            event = self.unique.rename(raw)
+            if isinstance(event, ConversationInfo):
+                self.builder.announce(event)
+            else:
+                self.builder.take(self.replayer.feed(event))

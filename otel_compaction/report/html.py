@@ -1,0 +1,134 @@
+"""The self-contained HTML report: plotly.js inline, no request at view time.
+
+The page: a summary, every finding in a table, every conversation in a table,
+then one figure per conversation (:mod:`otel_compaction.report.figures`) for
+at most ``max_charts`` conversations, those with findings first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from html import escape
+
+from plotly.offline import get_plotlyjs
+
+from otel_compaction.config import Settings
+from otel_compaction.report.figures import conversation_figure
+from otel_compaction.report.model import ConversationReport, FindingsReport
+
+_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px; color: #222; }
+h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 36px; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; }
+th, td { border: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #f4f4f4; } td.num { text-align: right; }
+.flag { color: #d62728; font-weight: 600; } .muted { color: #777; }
+code { font-size: 12px; }
+"""
+
+
+def render_html(
+    report: FindingsReport, *, max_charts: int = 50, settings: Settings | None = None
+) -> str:
+    """The whole report as one HTML document."""
+    settings = settings or Settings.from_env()
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        "<title>otel-compaction report</title>",
+        f"<style>{_STYLE}</style>",
+        f'<script type="text/javascript">{get_plotlyjs()}</script>',
+        "</head><body>",
+        *_summary(report),
+        *_findings_table(report),
+        *_conversations_table(report),
+        *_charts(report, max_charts, settings),
+        "</body></html>",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def chart_order(report: FindingsReport, max_charts: int) -> list[ConversationReport]:
+    """The conversations that get a figure: with findings first, then most compactions."""
+    ranked = sorted(
+        (c for c in report.conversations if c.turns or c.compactions),
+        key=lambda c: (not c.findings, -len(c.compactions), -c.turn_count),
+    )
+    return ranked[: max(max_charts, 0)]
+
+
+def _summary(report: FindingsReport) -> Iterator[str]:
+    compactions = sum(len(c.compactions) for c in report.conversations)
+    yield "<h1>otel-compaction report</h1>"
+    yield (
+        f"<p>{len(report.conversations)} conversations, {compactions} compactions, "
+        f'<span class="flag">{len(report.findings)} findings</span>; '
+        f"{len(report.files)} input files, {report.skipped_count} lines skipped.</p>"
+    )
+    if report.unreadable:
+        yield "<p class='flag'>Files that could not be read:</p><ul>"
+        for f in report.unreadable:
+            yield f"<li><code>{escape(f.path)}</code>: {escape(f.error or '')}</li>"
+        yield "</ul>"
+
+
+def _findings_table(report: FindingsReport) -> Iterator[str]:
+    yield "<h2>Findings</h2>"
+    if not report.findings:
+        yield "<p class='muted'>None: no compaction was flagged.</p>"
+        return
+    yield "<table><tr><th>kind</th><th>rule</th><th>conversation</th><th>turn</th>"
+    yield "<th>compaction</th><th>reason</th></tr>"
+    for f in report.findings:
+        yield (
+            f"<tr><td class='flag'>{escape(f.kind.value)}</td><td>{escape(f.rule)}</td>"
+            f"<td><a href='#{_anchor(f.conversation_id)}'>{escape(f.conversation_id)}</a></td>"
+            f"<td class='num'>{f.turn}</td><td><code>{escape(f.compaction_id)}</code></td>"
+            f"<td>{escape(f.reason)}</td></tr>"
+        )
+    yield "</table>"
+
+
+def _conversations_table(report: FindingsReport) -> Iterator[str]:
+    yield "<h2>Conversations</h2>"
+    yield "<table><tr><th>conversation</th><th>agent</th><th>turns</th><th>compactions</th>"
+    yield "<th>max generation</th><th>peak token fraction</th><th>findings</th></tr>"
+    for c in report.conversations:
+        peak = c.peak_token_fraction
+        yield (
+            f"<tr><td><a href='#{_anchor(c.conversation_id)}'>{escape(c.conversation_id)}</a></td>"
+            f"<td>{escape(c.agent or '')}</td><td class='num'>{c.turn_count}</td>"
+            f"<td class='num'>{len(c.compactions)}</td><td class='num'>{c.max_generation}</td>"
+            f"<td class='num'>{'' if peak is None else f'{peak:.2f}'}</td>"
+            f"<td class='num{' flag' if c.findings else ''}'>{len(c.findings)}</td></tr>"
+        )
+    yield "</table>"
+
+
+def _charts(report: FindingsReport, max_charts: int, settings: Settings) -> Iterator[str]:
+    chosen = chart_order(report, max_charts)
+    left_out = sum(1 for c in report.conversations if c.turns or c.compactions) - len(chosen)
+    for index, conv in enumerate(chosen):
+        yield f"<h2 id='{_anchor(conv.conversation_id)}'>{escape(conv.conversation_id)}</h2>"
+        origin = ", ".join(escape(x) for x in (conv.agent, conv.source) if x)
+        yield (
+            f"<p class='muted'>{origin}{'; ' if origin else ''}{conv.turn_count} turns, "
+            f"{len(conv.compactions)} compactions, max lineage generation "
+            f"{conv.max_generation}, {len(conv.findings)} findings</p>"
+        )
+        figure = conversation_figure(conv, settings)
+        yield figure.to_html(
+            full_html=False,
+            include_plotlyjs=False,
+            div_id=f"conversation-chart-{index}",
+            config={"displaylogo": False, "responsive": True},
+        )
+    if left_out > 0:
+        yield (
+            f"<p class='muted'>{left_out} more conversations have no chart "
+            f"(limit {max_charts}; raise it with --max-charts).</p>"
+        )
+
+
+def _anchor(conversation_id: str) -> str:
+    return "c-" + "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in conversation_id)

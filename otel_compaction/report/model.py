@@ -1,0 +1,95 @@
+"""The findings report: what ``analyze`` found, ready to print as text, JSON or HTML.
+
+The JSON form is DESIGN.md's machine-readable report::
+
+    {"conversations": [{"id", "turns", "compactions", "max_generation"}],
+     "findings": [{"kind", "conversation_id", "compaction_id", "turn", "reason", "rule"}],
+     "skipped": [{"file", "line", "error"}]}
+
+``turn`` of a finding is the turn index at which the compaction happened;
+``skipped`` lists the input lines that could not be analyzed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from otel_compaction.model import CompactionAnalysis, Finding, TurnAnalysis
+from otel_compaction.transcripts.lines import SkippedLine
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationReport:
+    """One conversation: every turn and compaction the engine analyzed, and the findings."""
+
+    conversation_id: str
+    turns: tuple[TurnAnalysis, ...]
+    compactions: tuple[CompactionAnalysis, ...]
+    agent: str | None = None
+    source: str | None = None
+
+    @property
+    def turn_count(self) -> int:
+        """Turns observed (the last turn's index)."""
+        return max((t.turn_index for t in self.turns), default=0)
+
+    @property
+    def max_generation(self) -> int:
+        """The deepest lineage generation reached (0: no summary was summarized again)."""
+        return max((c.record.generation for c in self.compactions), default=0)
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        """Every finding, in compaction order."""
+        return tuple(f for c in self.compactions for f in c.findings)
+
+    @property
+    def peak_token_fraction(self) -> float | None:
+        """The highest token fraction of any turn, None without turns."""
+        return max((t.pressure.token_fraction for t in self.turns), default=None)
+
+    def to_json(self) -> dict[str, object]:
+        """The conversation's entry in the JSON report."""
+        return {
+            "id": self.conversation_id,
+            "turns": self.turn_count,
+            "compactions": len(self.compactions),
+            "max_generation": self.max_generation,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FileReport:
+    """One input file: its format, and the error if it could not be read at all."""
+
+    path: str
+    format: str
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FindingsReport:
+    """Everything ``analyze`` found in its inputs."""
+
+    conversations: tuple[ConversationReport, ...]
+    files: tuple[FileReport, ...] = ()
+    skipped: tuple[SkippedLine, ...] = ()
+    skipped_count: int = 0
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        """Every finding, conversation by conversation."""
+        return tuple(f for c in self.conversations for f in c.findings)
+
+    @property
+    def unreadable(self) -> tuple[FileReport, ...]:
+        """The files that could not be read at all."""
+        return tuple(f for f in self.files if f.error is not None)
+
+    def to_json(self) -> dict[str, object]:
+        """DESIGN.md's findings report, plus the skipped lines."""
+        return {
+            "conversations": [c.to_json() for c in self.conversations],
+            "findings": [f.to_json() for f in self.findings],
+            "skipped": [s.to_json() for s in self.skipped],
+        }

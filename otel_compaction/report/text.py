@@ -1,0 +1,79 @@
+"""The readable report: a summary line, then each conversation with its findings."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+from otel_compaction.report.model import ConversationReport, FindingsReport
+
+MAX_LISTED = 30
+"""Compaction turns and intervals listed per conversation before eliding."""
+
+
+def render_text(report: FindingsReport) -> str:
+    """The whole report as text, ending with a newline."""
+    return "\n".join(_lines(report)) + "\n"
+
+
+def _lines(report: FindingsReport) -> Iterator[str]:
+    compactions = sum(len(c.compactions) for c in report.conversations)
+    findings = report.findings
+    yield (
+        f"otel-compaction analyze: {_n(len(report.conversations), 'conversation')}, "
+        f"{_n(compactions, 'compaction')}, {_n(len(findings), 'finding')}"
+    )
+    formats = Counter(f.format for f in report.files if f.error is None)
+    listed = ", ".join(f"{fmt} {count}" for fmt, count in sorted(formats.items()))
+    yield (
+        f"  inputs: {_n(len(report.files), 'file')} ({listed or 'none readable'}); "
+        f"{_n(report.skipped_count, 'line')} skipped"
+    )
+    for conversation in report.conversations:
+        yield ""
+        yield from _conversation(conversation)
+    if report.skipped:
+        yield ""
+        yield "skipped lines:"
+        yield from (f"  {entry}" for entry in report.skipped)
+        if report.skipped_count > len(report.skipped):
+            yield f"  ... and {report.skipped_count - len(report.skipped)} more"
+    if report.unreadable:
+        yield ""
+        yield "files that could not be read:"
+        yield from (f"  {f.path}: {f.error}" for f in report.unreadable)
+
+
+def _conversation(conv: ConversationReport) -> Iterator[str]:
+    origin = ", ".join(x for x in (conv.agent, conv.source) if x)
+    yield f"{conv.conversation_id}" + (f"  ({origin})" if origin else "")
+    peak = conv.peak_token_fraction
+    yield (
+        f"  {_n(conv.turn_count, 'turn')}, {_n(len(conv.compactions), 'compaction')}, "
+        f"max lineage generation {conv.max_generation}"
+        + (f", peak token fraction {peak:.2f}" if peak is not None else "")
+    )
+    if conv.compactions:
+        turns = [c.record.turn_index for c in conv.compactions]
+        yield f"  compactions at turns   {_list(turns)}"
+        intervals = [c.record.cycle.interval_turns for c in conv.compactions if c.record.cycle]
+        if intervals:
+            yield f"  intervals (turns)      {_list(intervals)}"
+    findings = conv.findings
+    if not findings:
+        yield "  no findings"
+    for finding in findings:
+        rule = f" ({finding.rule})" if finding.rule else ""
+        yield f"  FLAGGED turn {finding.turn}: {finding.kind.value}{rule}: {finding.reason}"
+
+
+def _list(values: list[int]) -> str:
+    if len(values) <= MAX_LISTED:
+        return " ".join(str(v) for v in values)
+    head = " ".join(str(v) for v in values[: MAX_LISTED // 2])
+    tail = " ".join(str(v) for v in values[-MAX_LISTED // 2 :])
+    return f"{head} ... {tail}"
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")

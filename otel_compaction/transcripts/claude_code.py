@@ -1,0 +1,319 @@
+"""Claude Code session transcripts (``~/.claude/projects/<project>/<session>.jsonl``).
+
+Records and what they become:
+
+- ``assistant`` with ``message.usage``: one LLM call (a turn). One API call may
+  be split over several records sharing ``message.id``; they are merged (the
+  tool calls of all of them, the last usage). Context tokens are
+  ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``.
+  Synthetic messages (model ``<synthetic>``, API error notices) are not calls.
+- ``user``: ``tool_result`` blocks and text are the new content of the next
+  call (tool results also count as tool outputs for ``attention_decay``).
+- ``system`` / ``compact_boundary`` with ``compactMetadata``: a lossy
+  compaction (trigger, ``preTokens``, ``postTokens`` when present); the
+  ``user`` record with ``isCompactSummary`` that follows holds its summary. A
+  summary that contains the previous summary continues that lineage; one that
+  does not starts a new lineage.
+- ``system`` / ``microcompact_boundary``: a prune of old tool outputs
+  (``microcompactMetadata``: ``preTokens``, ``tokensSaved``).
+- ``summary``: a session title, not a compaction; ignored like the other kinds.
+
+Sub-agent records (``isSidechain: true``) are a separate conversation,
+``<sessionId>/agent-<agentId>`` (``<sessionId>/sidechain`` when the record has
+no ``agentId``): a sub-agent has its own context and its own compactions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from otel_compaction.model import CompactionObservation, TurnObservation
+from otel_compaction.semconv import PROVIDER_ANTHROPIC, CompactionMode, CompactionSource
+from otel_compaction.transcripts.events import (
+    CallInfo,
+    CompactionEvent,
+    ConversationInfo,
+    Event,
+    TurnEvent,
+)
+from otel_compaction.transcripts.lines import Diagnostics, read_json_lines
+from otel_compaction.transcripts.progress import Progress
+from otel_compaction.transcripts.text import (
+    arguments_text,
+    as_int,
+    contains_summary,
+    content_text,
+    parse_timestamp,
+    tokens_of,
+)
+
+AGENT = "claude-code"
+SYNTHETIC_MODEL = "<synthetic>"
+
+
+@dataclass(slots=True)
+class _Call:
+    """An API call being assembled from its records."""
+
+    key: str
+    new_content: int
+    tool_outputs: tuple[int, ...]
+    model: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    tools: list[tuple[str, str | None]] = field(default_factory=list)
+    tool_ids: set[str] = field(default_factory=set)
+    start: float | None = None
+    end: float | None = None
+
+
+@dataclass(slots=True)
+class _Compaction:
+    """A compaction boundary waiting for its summary record."""
+
+    compaction_id: str
+    mode: CompactionMode
+    trigger: str | None
+    tokens_before: int | None
+    tokens_after: int | None
+    timestamp: float | None
+    summary: str | None = None
+    end: float | None = None
+
+
+@dataclass(slots=True)
+class _Conversation:
+    cid: str
+    call: _Call | None = None
+    compaction: _Compaction | None = None
+    new_content: int = 0
+    tool_outputs: list[int] = field(default_factory=list)
+    last_summary: str | None = None
+    compactions: int = 0
+    emitted: set[str] = field(default_factory=set)
+
+
+def read_claude_code(
+    path: Path, diagnostics: Diagnostics, progress: Progress | None = None
+) -> Iterator[Event]:
+    """The events of one Claude Code transcript, in order."""
+    reader = _Reader(path)
+    for lineno, record in read_json_lines(path, diagnostics, progress):
+        try:
+            yield from reader.record(record)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            diagnostics.skip(path, lineno, f"unexpected Claude Code record: {exc!r}")
+    yield from reader.finish()
+
+
+class _Reader:
+    """The state of one file: its conversations (the session and its sub-agents)."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._session: str | None = None
+        self._conversations: dict[str, _Conversation] = {}
+
+    def record(self, record: dict[str, Any]) -> Iterator[Event]:
+        """The events one record completes."""
+        kind = record.get("type")
+        if kind not in ("assistant", "user", "system"):
+            return
+        conv, info = self._conversation(record)
+        if info is not None:
+            yield info
+        if kind == "assistant":
+            yield from self._assistant(conv, record)
+        elif kind == "user":
+            yield from self._user(conv, record)
+        else:
+            yield from self._system(conv, record)
+
+    def finish(self) -> Iterator[Event]:
+        """Flush what the end of the file completes."""
+        for conv in self._conversations.values():
+            yield from _flush_call(conv)
+            yield from _flush_compaction(conv)
+
+    def _conversation(self, record: dict[str, Any]) -> tuple[_Conversation, Event | None]:
+        session = record.get("sessionId")
+        if self._session is None and isinstance(session, str) and session:
+            self._session = session
+        base = self._session or self._path.stem
+        cid, session_id = base, self._session
+        if record.get("isSidechain") is True:
+            agent = record.get("agentId")
+            named = isinstance(agent, str) and agent
+            cid = f"{base}/agent-{agent}" if named else f"{base}/sidechain"
+            session_id = None
+        conv = self._conversations.get(cid)
+        if conv is not None:
+            return conv, None
+        conv = self._conversations[cid] = _Conversation(cid)
+        return conv, ConversationInfo(cid, AGENT, session_id, str(self._path))
+
+    def _assistant(self, conv: _Conversation, record: dict[str, Any]) -> Iterator[Event]:
+        message = record.get("message")
+        if not isinstance(message, dict) or record.get("isApiErrorMessage") is True:
+            return
+        model = message.get("model")
+        usage = message.get("usage")
+        if model == SYNTHETIC_MODEL or not isinstance(usage, dict):
+            return
+        key = str(message.get("id") or record.get("requestId") or record.get("uuid") or "")
+        if not key or key in conv.emitted:
+            return  # a record repeated from earlier in the file
+        if conv.call is None or conv.call.key != key:
+            yield from _flush_call(conv)
+            yield from _flush_compaction(conv)
+            conv.call = _Call(key, conv.new_content, tuple(conv.tool_outputs))
+            conv.new_content, conv.tool_outputs = 0, []
+        _merge(conv.call, model, usage, message.get("content"), record.get("timestamp"))
+
+    def _user(self, conv: _Conversation, record: dict[str, Any]) -> Iterator[Event]:
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if record.get("isCompactSummary") is True:
+            when = parse_timestamp(record.get("timestamp"))
+            if conv.compaction is None:  # builds older than compact_boundary records
+                yield from _flush_call(conv)
+                conv.compaction = _new_compaction(conv, record, None, when)
+            conv.compaction.summary = content_text(content)
+            conv.compaction.end = when
+            return
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    size = tokens_of(content_text(block.get("content")))
+                    conv.tool_outputs.append(size)
+                    conv.new_content += size
+                else:
+                    conv.new_content += tokens_of(content_text(block))
+        else:
+            conv.new_content += tokens_of(content_text(content))
+
+    def _system(self, conv: _Conversation, record: dict[str, Any]) -> Iterator[Event]:
+        subtype = record.get("subtype")
+        if subtype not in ("compact_boundary", "microcompact_boundary"):
+            return
+        yield from _flush_call(conv)
+        yield from _flush_compaction(conv)
+        when = parse_timestamp(record.get("timestamp"))
+        if subtype == "compact_boundary":
+            conv.compaction = _new_compaction(conv, record, record.get("compactMetadata"), when)
+            return
+        meta = record.get("microcompactMetadata")
+        meta = meta if isinstance(meta, dict) else {}
+        before, saved = as_int(meta.get("preTokens")), as_int(meta.get("tokensSaved"))
+        conv.compaction = _Compaction(
+            compaction_id=_compaction_id(conv, record),
+            mode=CompactionMode.PRUNE,
+            trigger=_str(meta.get("trigger")),
+            tokens_before=before,
+            tokens_after=None if before is None or saved is None else max(0, before - saved),
+            timestamp=when,
+        )
+        yield from _flush_compaction(conv)
+
+
+def _merge(call: _Call, model: Any, usage: dict[str, Any], content: Any, when: Any) -> None:
+    """Add one record of an API call to the call being assembled."""
+    if isinstance(model, str) and model:
+        call.model = model
+    previous_output = as_int(call.usage.get("output_tokens")) or 0
+    if not call.usage or (as_int(usage.get("output_tokens")) or 0) >= previous_output:
+        call.usage = usage
+    moment = parse_timestamp(when)
+    if moment is not None:
+        call.start = moment if call.start is None else min(call.start, moment)
+        call.end = moment if call.end is None else max(call.end, moment)
+    for block in content if isinstance(content, list) else ():
+        if not isinstance(block, dict) or block.get("type") != "tool_use":
+            continue
+        block_id = str(block.get("id") or len(call.tools))
+        if block_id in call.tool_ids:
+            continue
+        call.tool_ids.add(block_id)
+        call.tools.append((str(block.get("name") or "unknown"), arguments_text(block.get("input"))))
+
+
+def _flush_call(conv: _Conversation) -> Iterator[Event]:
+    call, conv.call = conv.call, None
+    if call is None:
+        return
+    conv.emitted.add(call.key)
+    usage = call.usage
+    fresh = as_int(usage.get("input_tokens")) or 0
+    write = as_int(usage.get("cache_creation_input_tokens"))
+    read = as_int(usage.get("cache_read_input_tokens"))
+    context = fresh + (write or 0) + (read or 0)
+    observation = TurnObservation(
+        context_tokens=context,
+        model=call.model,
+        new_content_tokens=call.new_content,
+        tool_output_tokens=call.tool_outputs,
+        tool_calls=tuple(name for name, _ in call.tools),
+        tool_arguments=tuple(args for _, args in call.tools),
+        timestamp=call.start,
+    )
+    info = CallInfo(
+        provider=PROVIDER_ANTHROPIC,
+        response_id=call.key,
+        input_tokens=context,
+        output_tokens=as_int(usage.get("output_tokens")),
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+        start_time=call.start,
+        end_time=call.end,
+    )
+    yield TurnEvent(conv.cid, observation, info)
+
+
+def _new_compaction(
+    conv: _Conversation, record: dict[str, Any], meta: Any, when: float | None
+) -> _Compaction:
+    meta = meta if isinstance(meta, dict) else {}
+    return _Compaction(
+        compaction_id=_compaction_id(conv, record),
+        mode=CompactionMode.LOSSY,
+        trigger=_str(meta.get("trigger")),
+        tokens_before=as_int(meta.get("preTokens")),
+        tokens_after=as_int(meta.get("postTokens")),
+        timestamp=when,
+    )
+
+
+def _compaction_id(conv: _Conversation, record: dict[str, Any]) -> str:
+    conv.compactions += 1
+    uuid = record.get("uuid")
+    return uuid if isinstance(uuid, str) and uuid else f"{conv.cid}#compaction-{conv.compactions}"
+
+
+def _flush_compaction(conv: _Conversation) -> Iterator[Event]:
+    pending, conv.compaction = conv.compaction, None
+    if pending is None:
+        return
+    summary = pending.summary
+    continues: bool | None = None
+    if summary is not None and conv.last_summary is not None:
+        continues = contains_summary(conv.last_summary, summary)
+    if pending.mode is not CompactionMode.PRUNE:
+        conv.last_summary = summary
+    observation = CompactionObservation(
+        source=CompactionSource.IMPORT,
+        mode=pending.mode,
+        trigger=pending.trigger,
+        tokens_before=pending.tokens_before,
+        tokens_after=pending.tokens_after,
+        summary_text=summary,
+        continues_lineage=continues,
+        compaction_id=pending.compaction_id,
+        timestamp=pending.timestamp,
+    )
+    yield CompactionEvent(conv.cid, observation, pending.end)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None

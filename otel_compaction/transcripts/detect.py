@@ -1,0 +1,101 @@
+"""Which format a file is in, decided by its content (the first valid lines), not its name.
+
+Recognised:
+
+- ``otlp``: OTLP/JSON, one ``ExportTraceServiceRequest`` per line (the
+  Collector's file exporter), or one such document pretty-printed over the
+  whole file; an object with ``resourceSpans``;
+- ``codex``: Codex CLI rollouts, lines ``{"timestamp", "type", "payload"}`` with
+  ``type`` one of ``session_meta``, ``response_item``, ``turn_context``,
+  ``event_msg``, ``compacted``;
+- ``claude-code``: Claude Code session transcripts, lines with ``type``
+  ``user``, ``assistant``, ``system``, ``summary``... and a ``sessionId`` or
+  ``uuid``.
+
+An empty file is ``empty``; a file none of the first lines of which is decisive
+is ``unknown``.
+"""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Any
+
+from otel_compaction.transcripts.lines import TranscriptError, parse_line
+
+LINES_TO_TRY = 50
+"""How many non-blank lines are looked at before giving up."""
+
+CODEX_TYPES = frozenset({"session_meta", "response_item", "turn_context", "event_msg", "compacted"})
+CLAUDE_TYPES = frozenset(
+    {"user", "assistant", "system", "summary", "file-history-snapshot", "queue-operation"}
+)
+
+
+class Format(enum.StrEnum):
+    """A transcript or trace file format."""
+
+    OTLP = "otlp"
+    CLAUDE_CODE = "claude-code"
+    CODEX = "codex"
+    EMPTY = "empty"
+    UNKNOWN = "unknown"
+
+
+def classify_record(record: dict[str, Any]) -> Format | None:
+    """The format one JSON object belongs to, or None when it does not tell."""
+    if "resourceSpans" in record or "resource_spans" in record:
+        return Format.OTLP
+    kind = record.get("type")
+    if kind in CODEX_TYPES and "payload" in record:
+        return Format.CODEX
+    if isinstance(kind, str) and ("sessionId" in record or "uuid" in record):
+        return Format.CLAUDE_CODE
+    if kind in CLAUDE_TYPES and ("message" in record or "leafUuid" in record):
+        return Format.CLAUDE_CODE
+    return None
+
+
+def detect_format(path: Path) -> Format:
+    """The format of the file at ``path``.
+
+    Raises:
+        TranscriptError: the file cannot be opened.
+    """
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise TranscriptError(path, exc.strerror or str(exc)) from None
+    seen = 0
+    first_char = ""
+    with handle:
+        for raw in handle:
+            value, error = parse_line(raw)
+            if value is None and error is None:
+                continue
+            if not first_char:
+                first_char = raw.lstrip()[:1].decode("ascii", "replace")
+            seen += 1
+            if value is not None:
+                found = classify_record(value)
+                if found is not None:
+                    return found
+            if seen >= LINES_TO_TRY:
+                break
+    if seen == 0:
+        return Format.EMPTY
+    if first_char == "{" and is_whole_file_otlp(path):
+        return Format.OTLP
+    return Format.UNKNOWN
+
+
+def is_whole_file_otlp(path: Path, limit: int = 256 * 1024 * 1024) -> bool:
+    """Whether the file is one pretty-printed OTLP/JSON document (small enough to load)."""
+    try:
+        if path.stat().st_size > limit:
+            return False
+        value, _ = parse_line(path.read_bytes())
+    except OSError:
+        return False
+    return value is not None and classify_record(value) is Format.OTLP

@@ -1,0 +1,65 @@
+"""OTLP/JSON trace files: the Collector's file exporter format, read with the processor's code.
+
+Each line is one ``ExportTraceServiceRequest`` in OTLP/JSON (hex ids); a file
+holding one pretty-printed request is read too. Decoding is the processor's
+(``processor.decode.parse_json``) and so is the mapping from spans to engine
+inputs (``processor.extract.spans_to_items``): ``analyze`` on a trace file and
+the processor service reach their verdicts from exactly the same reading.
+
+Tool categories recorded on a span (``compaction.turn.tool_categories``, decided
+where the arguments were known) are read by the processor's mapping and used by
+the phase filter as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from otel_compaction.processor.decode import DecodeError, Signal, parse_json
+from otel_compaction.processor.extract import Item, spans_to_items
+from otel_compaction.transcripts.lines import Diagnostics, read_raw_lines
+from otel_compaction.transcripts.progress import Progress
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""A longer line is reported and skipped rather than parsed."""
+
+
+def read_otlp(
+    path: Path,
+    diagnostics: Diagnostics,
+    progress: Progress | None = None,
+    model_windows: Mapping[str, int] | None = None,
+) -> Iterator[Item]:
+    """The engine inputs of every span in an OTLP/JSON file, in file order."""
+    first = True
+    for lineno, raw in read_raw_lines(path, progress):
+        if len(raw) > MAX_LINE_BYTES:
+            diagnostics.skip(path, lineno, f"line of {len(raw)} bytes is over the limit")
+            continue
+        try:
+            request = parse_json(Signal.TRACES, raw)
+        except DecodeError as exc:
+            if first and raw.lstrip().startswith(b"{"):
+                whole = _whole_document(path)
+                if whole is not None:
+                    yield from _items(whole, model_windows)
+                    return
+            diagnostics.skip(path, lineno, exc.reason)
+            continue
+        finally:
+            first = False
+        yield from _items(request, model_windows)
+
+
+def _whole_document(path: Path) -> object | None:
+    """The file as one pretty-printed request, or None when it is not one."""
+    try:
+        request: object = parse_json(Signal.TRACES, path.read_bytes())
+        return request
+    except (DecodeError, OSError):
+        return None
+
+
+def _items(request: object, model_windows: Mapping[str, int] | None) -> Iterator[Item]:
+    yield from spans_to_items(request, model_windows)
