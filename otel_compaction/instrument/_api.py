@@ -1,0 +1,136 @@
+"""What the instrumentation reads from one API call, whatever the provider.
+
+Each provider module (``_anthropic``, ``_openai``) turns the SDK's arguments,
+response objects and stream events into these plain records; everything after
+that (conversations, compactions, spans, metrics) is provider-agnostic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from opentelemetry.util.types import AttributeValue
+
+from otel_compaction import semconv as sc
+from otel_compaction.semconv import CompactionMode
+
+
+def field_of(value: Any, name: str) -> Any:
+    """``value.name`` or ``value[name]``: SDK objects and plain dicts alike (None if absent)."""
+    if isinstance(value, Mapping):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def server_attributes(instance: Any) -> dict[str, AttributeValue]:
+    """``server.address`` / ``server.port`` of the SDK resource's client base URL."""
+    url = getattr(getattr(instance, "_client", None), "base_url", None)
+    host = getattr(url, "host", None)
+    if not isinstance(host, str) or not host:
+        return {}
+    port = getattr(url, "port", None) or (443 if getattr(url, "scheme", "") == "https" else 80)
+    return {sc.SERVER_ADDRESS: host, sc.SERVER_PORT: int(port)}
+
+
+def int_or_none(value: Any) -> int | None:
+    """``value`` if it is an int (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+@dataclass(slots=True)
+class RequestInfo:
+    """One API call's request, as far as the analysis needs it.
+
+    Args:
+        provider: ``gen_ai.provider.name``.
+        operation: ``gen_ai.operation.name``.
+        model: the requested model.
+        attributes: ``gen_ai.request.*`` and ``server.*`` attributes.
+        system: the system prompt, in the provider's shape (part of the anchor).
+        messages: the full history sent, or None when the provider keeps it
+            (``previous_response_id``, ``conversation``) or it is not a sequence.
+        new_items: the items sent when ``messages`` is None (all new content).
+        stream: the call streams its response.
+        conversation_hint: a conversation id the provider or client gives.
+        previous_response_id: OpenAI chaining to an earlier response.
+        compaction_call: the call only compacts (``responses.compact``,
+            Anthropic ``compaction=``): not a turn of the agent.
+    """
+
+    provider: str
+    operation: str
+    model: str | None
+    attributes: dict[str, AttributeValue] = field(default_factory=dict)
+    system: Any = None
+    messages: Sequence[Any] | None = None
+    new_items: Sequence[Any] = ()
+    stream: bool = False
+    conversation_hint: str | None = None
+    previous_response_id: str | None = None
+    compaction_call: bool = False
+
+
+@dataclass(slots=True)
+class ServerCompaction:
+    """A compaction the provider reports in its response.
+
+    ``summary`` is the summary text (Anthropic) or an opaque stand-in that
+    identifies the compaction item when it is sent back (OpenAI).
+    """
+
+    mode: CompactionMode
+    trigger: str
+    summary: str | None = None
+    summary_is_text: bool = True
+    failed: bool = False
+    compaction_id: str | None = None
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    cleared: int | None = None
+
+
+@dataclass(slots=True)
+class ResponseInfo:
+    """One API call's response (or as much of a stream as was read)."""
+
+    response_id: str | None = None
+    model: str | None = None
+    finish_reasons: list[str] = field(default_factory=list)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    tool_calls: list[str] = field(default_factory=list)
+    tool_arguments: list[str | None] = field(default_factory=list)
+    compactions: list[ServerCompaction] = field(default_factory=list)
+    echo: tuple[Any, ...] = ()
+    """The response as the agent will likely append it to its history."""
+    output_text: list[str] = field(default_factory=list)
+    conversation_id: str | None = None
+    """A conversation id the provider reports (OpenAI ``conversation.id``)."""
+
+
+class StreamReader(Protocol):
+    """Accumulates stream events into a :class:`ResponseInfo`; cheap per event."""
+
+    def on_event(self, event: Any) -> None:
+        """Take one event as the SDK yields it."""
+
+    def result(self) -> ResponseInfo:
+        """What the events read so far say."""
+
+
+class ProviderApi(Protocol):
+    """The extraction for one instrumented API (one provider, one endpoint family)."""
+
+    def request(self, instance: Any, kwargs: Mapping[str, Any]) -> RequestInfo:
+        """Read the call's arguments (never mutating them)."""
+
+    def response(self, result: Any, request: RequestInfo) -> ResponseInfo:
+        """Read a non-streaming response object."""
+
+    def stream_reader(self, request: RequestInfo) -> StreamReader:
+        """A fresh accumulator for this call's stream."""

@@ -1,0 +1,241 @@
+"""One instrumented LLM call, from its request to the end of its response.
+
+``_begin.begin`` reads the request, resolves the conversation, places the
+history (inferring a rewrite), and starts the inference span. ``finish`` runs once,
+after the response, the stream's end, an error or the stream's collection:
+compactions first (explicit ones waiting in this context, the inferred rewrite,
+the provider's own), then the turn, then attributes, metrics and the span's end.
+Every stage is guarded: an internal error is logged once, counted, and the
+caller's call goes on untouched.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span
+
+from otel_compaction import semconv as sc
+from otel_compaction.analyzer import ConversationAnalyzer
+from otel_compaction.emit.attributes import transition_event_attributes, turn_attributes
+from otel_compaction.instrument import _scope as scope
+from otel_compaction.instrument._api import RequestInfo, ResponseInfo
+from otel_compaction.instrument._compactions import observe_compactions, tokens
+from otel_compaction.instrument._content import inference_content
+from otel_compaction.instrument._history import Placement
+from otel_compaction.instrument._messages import fingerprint
+from otel_compaction.instrument._runtime import Runtime
+from otel_compaction.instrument._scope import ConversationRef
+from otel_compaction.instrument._spans import end_with_error, response_attributes
+from otel_compaction.model import TurnAnalysis, TurnObservation
+
+
+class InferenceCall:
+    """The state of one call between ``begin`` and ``finish``."""
+
+    __slots__ = (
+        "_ended",
+        "_lock",
+        "conversation",
+        "framework",
+        "internal",
+        "owns_span",
+        "pending",
+        "placement",
+        "request",
+        "runtime",
+        "span",
+        "start_ns",
+        "started",
+    )
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        request: RequestInfo,
+        conversation: ConversationRef | None,
+        placement: Placement | None,
+        span: Span,
+        *,
+        owns_span: bool,
+        internal: bool,
+        framework: Any,
+        pending: Sequence[Any],
+    ) -> None:
+        self.runtime = runtime
+        self.request = request
+        self.conversation = conversation
+        self.placement = placement
+        self.span = span
+        self.owns_span = owns_span
+        self.internal = internal
+        self.framework = framework
+        self.pending = pending
+        self.start_ns = time.time_ns()
+        self.started = time.monotonic()
+        self._ended = False
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ activation
+
+    def enter(self) -> tuple[object | None, object | None]:
+        """Make the span current for the SDK call itself (and mark the call running)."""
+        token: object | None = None
+        call_token: object | None = None
+        with self.runtime.guard.stage("context"):
+            call_token = scope.enter_call()
+            if self.owns_span:
+                token = otel_context.attach(trace.set_span_in_context(self.span))
+        return token, call_token
+
+    def leave(self, tokens: tuple[object | None, object | None]) -> None:
+        """Undo :meth:`enter` (in the same frame, never across a yield)."""
+        token, call_token = tokens
+        with self.runtime.guard.stage("context"):
+            if call_token is not None:
+                scope.exit_call(call_token)  # type: ignore[arg-type]
+            if token is not None:
+                otel_context.detach(token)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------ finish
+
+    def finish(self, response: ResponseInfo | None, error: BaseException | None = None) -> None:
+        """Analyse and emit everything of this call; the second and later calls do nothing."""
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+        guard = self.runtime.guard
+        try:
+            analyzer = None
+            with guard.stage("analysis"):
+                analyzer = self._analyzer()
+            if analyzer is not None:
+                observe_compactions(self, analyzer, response)
+            turn = None
+            with guard.stage("analysis"):
+                turn = self._turn(analyzer, response, error)
+            with guard.stage("response"):
+                self._record(response, error, turn)
+        finally:
+            with guard.stage("response"):
+                self._end(error)
+
+    def _analyzer(self) -> ConversationAnalyzer | None:
+        if self.conversation is None:
+            return None
+        return self.runtime.registry.get(self.conversation.id)
+
+    def parent(self) -> otel_context.Context:
+        """A context whose current span is this call's (for compaction spans)."""
+        return trace.set_span_in_context(self.span)
+
+    def _end(self, error: BaseException | None) -> None:
+        if not self.owns_span:
+            return
+        if error is not None:
+            end_with_error(self.span, error)
+        self.span.end()
+
+    # ------------------------------------------------------------ turn
+
+    def _turn(
+        self,
+        analyzer: ConversationAnalyzer | None,
+        response: ResponseInfo | None,
+        error: BaseException | None,
+    ) -> tuple[TurnAnalysis, TurnObservation] | None:
+        if analyzer is None or self.internal or self.request.compaction_call or error is not None:
+            return None
+        new = self.placement.new_facts if self.placement is not None else ()
+        context = response.input_tokens if response is not None else None
+        if context is None:
+            chars = self.placement.context_chars if self.placement is not None else 0
+            context = tokens(chars + fingerprint(self.request.system)[1])
+        observation = TurnObservation(
+            context_tokens=context,
+            model=self.request.model or (response.model if response else None),
+            new_content_tokens=tokens(sum(f.content_chars for f in new)),
+            tool_output_tokens=tuple(tokens(c) for f in new for c in f.tool_results),
+            tool_calls=tuple(response.tool_calls) if response else (),
+            tool_arguments=tuple(response.tool_arguments) if response else (),
+        )
+        turn = analyzer.observe_turn(observation)
+        if self.framework is not None:
+            self.framework.mark_observed()
+        return turn, observation
+
+    # ------------------------------------------------------------ telemetry
+
+    def _record(
+        self,
+        response: ResponseInfo | None,
+        error: BaseException | None,
+        turn: tuple[TurnAnalysis, TurnObservation] | None,
+    ) -> None:
+        span, metrics = self.span, self.runtime.metrics
+        if turn is not None:
+            analysis, observation = turn
+            span.set_attributes(turn_attributes(analysis, observation))
+            metrics.record_turn(analysis, self.request.provider)
+            if analysis.transition is not None:
+                span.add_event(
+                    sc.EVENT_PHASE_TRANSITION, transition_event_attributes(analysis.transition)
+                )
+                metrics.record_transition(analysis.transition, analysis.phase.source.value)
+        if response is not None:
+            self._remember(response)
+        if not self.owns_span:
+            return  # the other instrumentation owns the GenAI attributes and metrics
+        if response is not None:
+            span.set_attributes(response_attributes(response))
+            if self.runtime.settings.capture_content:
+                span.set_attributes(self._content(response))
+        self._usage_metrics(response, error)
+
+    def _content(self, response: ResponseInfo) -> dict[str, Any]:
+        new = self.placement.new_facts if self.placement is not None else ()
+        messages = self.request.messages or self.request.new_items or ()
+        inputs = list(messages[len(messages) - len(new) :]) if new else []
+        return inference_content(
+            self.request.system,
+            inputs,
+            response.echo,
+            response.finish_reasons,
+            self.runtime.settings.content_max_chars,
+        )
+
+    def _usage_metrics(self, response: ResponseInfo | None, error: BaseException | None) -> None:
+        base: dict[str, Any] = {
+            sc.GEN_AI_OPERATION_NAME: self.request.operation,
+            sc.GEN_AI_PROVIDER_NAME: self.request.provider,
+        }
+        if self.request.model:
+            base[sc.GEN_AI_REQUEST_MODEL] = self.request.model
+        metrics = self.runtime.metrics
+        duration = dict(base)
+        if error is not None:
+            duration[sc.ERROR_TYPE] = type(error).__name__
+        metrics.duration.record(time.monotonic() - self.started, duration)
+        if response is None:
+            return
+        for kind, value in ((sc.TOKEN_TYPE_INPUT, response.input_tokens),
+                            (sc.TOKEN_TYPE_OUTPUT, response.output_tokens)):  # fmt: skip
+            if value is not None:
+                metrics.token_usage.record(value, {**base, sc.GEN_AI_TOKEN_TYPE: kind})
+
+    def _remember(self, response: ResponseInfo) -> None:
+        conversation = self.conversation
+        if conversation is None:
+            return
+        if response.response_id:
+            self.runtime.response_conversations.put(
+                response.response_id, (conversation.id, conversation.given)
+            )
+        if self.placement is not None and response.echo and self.request.messages is not None:
+            self.runtime.history.remember_response(conversation.id, response.echo)

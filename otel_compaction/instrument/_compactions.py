@@ -1,0 +1,188 @@
+"""The compactions one call reveals, observed in order and emitted as spans.
+
+First the explicit reports waiting in the call's context, then the compaction
+inferred from its rewritten history, then the provider's own (Anthropic
+compaction blocks and context edits, OpenAI compaction items and cache
+diagnostics). Each is skipped when another report already accounts for it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from opentelemetry.trace import Span
+
+from otel_compaction import semconv as sc
+from otel_compaction.analyzer import ConversationAnalyzer
+from otel_compaction.instrument._api import ResponseInfo, ServerCompaction
+from otel_compaction.instrument._history import Placement
+from otel_compaction.instrument._messages import describe, text_of
+from otel_compaction.instrument._rewrite import Rewrite
+from otel_compaction.instrument._scope import PendingCompaction, PendingPhase
+from otel_compaction.instrument._spans import emit_compaction
+from otel_compaction.lineage.text import fingerprint as summary_fingerprint
+from otel_compaction.model import CompactionObservation
+from otel_compaction.semconv import CompactionMode, CompactionSource
+from otel_compaction.signals.tokens import CHARS_PER_TOKEN, estimate_tokens
+
+if TYPE_CHECKING:
+    from otel_compaction.instrument._call import InferenceCall
+
+
+def tokens(chars: int) -> int:
+    """The token estimate of ``chars`` characters (one token per four, rounded up)."""
+    return -(-chars // CHARS_PER_TOKEN)
+
+
+def observe_compactions(
+    call: InferenceCall, analyzer: ConversationAnalyzer, response: ResponseInfo | None
+) -> None:
+    """Explicit reports waiting here, the inferred rewrite, the provider's: in that order."""
+    stage = call.runtime.guard.stage("compaction")
+    for item in call.pending:
+        with stage:
+            if isinstance(item, PendingPhase):
+                analyzer.report_phase(item.report)
+            elif isinstance(item, PendingCompaction):
+                _observe(call, analyzer, item.observation, span=item.span, end_ns=item.end_ns)
+    placement = call.placement
+    if placement is not None and placement.rewrite is not None:
+        with stage:
+            _inferred(call, analyzer, placement.rewrite, placement)
+    if response is None:
+        return
+    for server in response.compactions:
+        with stage:
+            _server(call, analyzer, server, response)
+
+
+def _observe(
+    call: InferenceCall,
+    analyzer: ConversationAnalyzer,
+    observation: CompactionObservation,
+    *,
+    span: Span | None = None,
+    end_ns: int | None = None,
+) -> None:
+    analysis = analyzer.observe_compaction(observation)
+    emit_compaction(
+        call.runtime,
+        analysis,
+        parent=None if span is not None else call.parent(),
+        span=span,
+        summary=observation.summary_text,
+        start_ns=call.start_ns,
+        end_ns=end_ns,
+    )
+    if observation.summary_text and call.conversation is not None:
+        call.runtime.history.remember_summary(call.conversation.id, observation.summary_text)
+
+
+def _before_tokens(call: InferenceCall, analyzer: ConversationAnalyzer) -> int | None:
+    """The context had it not been compacted: the last turn's plus what is new."""
+    if analyzer.pressure is None:
+        return None
+    new = call.placement.new_facts if call.placement is not None else ()
+    return analyzer.pressure.context_tokens + tokens(sum(f.chars for f in new))
+
+
+def _inferred(
+    call: InferenceCall, analyzer: ConversationAnalyzer, rewrite: Rewrite, placement: Placement
+) -> None:
+    summary = "\n".join(t for t in (text_of(m) for m in rewrite.inserted) if t)
+    if _already_recorded(analyzer, rewrite, summary):
+        return
+    before = _before_tokens(call, analyzer)
+    if before is None:
+        before = tokens(placement.context_chars - rewrite.inserted_chars + rewrite.dropped_chars)
+    observation = CompactionObservation(
+        source=CompactionSource.INFERRED,
+        mode=rewrite.mode,
+        trigger=rewrite.trigger,
+        tokens_before=before,
+        tokens_after=tokens(placement.context_chars),
+        summary_tokens=tokens(rewrite.inserted_chars) if rewrite.inserted else None,
+        retained_tail_tokens=tokens(rewrite.retained_chars),
+        summary_text=summary or None,
+        compacted_texts=tuple(text_of(m) for m in rewrite.dropped),
+        retained_texts=tuple(text_of(m) for m in rewrite.retained),
+    )
+    _observe(call, analyzer, observation)
+
+
+def _server(
+    call: InferenceCall,
+    analyzer: ConversationAnalyzer,
+    server: ServerCompaction,
+    response: ResponseInfo,
+) -> None:
+    if not _server_is_new(call, analyzer, server):
+        return
+    source = (
+        CompactionSource.ANTHROPIC
+        if call.request.provider == sc.PROVIDER_ANTHROPIC
+        else CompactionSource.OPENAI
+    )
+    before = server.tokens_before
+    if before is None:
+        before = (
+            response.input_tokens
+            if call.request.compaction_call
+            else _before_tokens(call, analyzer)
+        )
+    after = server.tokens_after
+    if (
+        after is None
+        and not call.request.compaction_call
+        and server.mode is not CompactionMode.PRUNE
+    ):
+        after = response.input_tokens
+    text = server.summary if server.summary_is_text else None
+    observation = CompactionObservation(
+        source=source,
+        mode=server.mode,
+        trigger=server.trigger,
+        tokens_before=before,
+        tokens_after=after,
+        summary_tokens=estimate_tokens(text) if text else None,
+        summary_text=text,
+        failed=server.failed,
+        compaction_id=server.compaction_id,
+    )
+    _observe(call, analyzer, observation)
+    if server.summary and not server.summary_is_text and call.conversation is not None:
+        call.runtime.history.remember_summary(call.conversation.id, server.summary)
+
+
+def _server_is_new(
+    call: InferenceCall, analyzer: ConversationAnalyzer, server: ServerCompaction
+) -> bool:
+    """Skip what is already known: re-reported prunes, a cache miss after a known one."""
+    cid = call.conversation.id if call.conversation is not None else ""
+    if server.mode is CompactionMode.PRUNE:
+        if server.cleared is not None and call.runtime.cleared.get(cid) == server.cleared:
+            return False
+        call.runtime.cleared.put(cid, server.cleared or 0)
+        return True
+    if server.summary is None and not server.failed:
+        records = analyzer.compactions
+        return not (records and records[-1].turn_index >= analyzer.turn_index)
+    return not (
+        server.summary_is_text and server.summary and _known_summary(analyzer, server.summary)
+    )
+
+
+def _known_summary(analyzer: ConversationAnalyzer, text: str) -> bool:
+    """Whether exactly this summary was recorded (a summary *containing* an older one is new)."""
+    digest = summary_fingerprint(text)
+    return any(record.summary_fingerprint == digest for record in analyzer.compactions)
+
+
+def _already_recorded(analyzer: ConversationAnalyzer, rewrite: Rewrite, summary: str) -> bool:
+    """A rewrite that an explicit or provider compaction already accounts for."""
+    records = analyzer.compactions
+    if records and records[-1].turn_index > analyzer.turn_index:
+        return True
+    if summary and _known_summary(analyzer, summary):
+        return True
+    return any(describe(m).summary for m in (*rewrite.inserted, *rewrite.retained[:1]))

@@ -1,0 +1,389 @@
+"""Which conversation a request belongs to, and what is new in it since the last call.
+
+Per process, the tracker keeps the last request history of each recent
+conversation (a shallow copy of the message list and one :class:`MessageFacts`
+per message). A request is placed by, in order:
+
+1. the id the application gave, when there is one;
+2. its *anchor* (system prompt + messages up to the first user message): the
+   most recent conversation with that anchor whose last history the request
+   extends (a C-speed prefix comparison, then facts only for the new messages);
+3. the same candidates, when the history was rewritten in a compaction shape
+   (see ``_rewrite``): the conversation continues and the rewrite is reported;
+   or when it branches off a point past the anchor (a retry): it continues;
+4. a summary it carries that an earlier compaction of a conversation produced,
+   or a verbatim tail shared with a conversation of the same system prompt
+   (a compaction that replaced the task message too);
+5. otherwise a new conversation.
+
+Two agents interleaving calls with different tasks have different anchors, so
+they never mix. Cost per call grows with the new messages, not the history,
+except on a rewrite or a conversation's first call. Everything is bounded (LRU,
+idle expiry).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from otel_compaction.instrument._messages import MessageFacts, describe, fingerprint
+from otel_compaction.instrument._rewrite import Rewrite, infer_rewrite
+
+MAX_HISTORIES = 1024
+"""Conversations whose last history is kept for inference."""
+MAX_PER_ANCHOR = 8
+TAIL_KEYS = 8
+MAX_SUMMARIES = 4096
+ANCHOR_MESSAGES = 4
+MAX_HEADS = 1024
+"""Anchor messages whose facts are cached by identity (strong references, bounded)."""
+
+_ids = itertools.count(1)
+_PREFIX = f"conv-{os.getpid():x}-{int(time.time()) & 0xFFFFFF:06x}-"
+
+
+def new_conversation_id() -> str:
+    """A process-unique id for an inferred conversation."""
+    return f"{_PREFIX}{next(_ids)}"
+
+
+@dataclass(slots=True)
+class _History:
+    conversation_id: str
+    anchor: int
+    system_key: int
+    messages: tuple[Any, ...]
+    facts: list[MessageFacts]
+    last_used: float
+    chars: int = 0
+    expected: tuple[Any, ...] = ()
+    tail_keys: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a request belongs and what it brings.
+
+    Args:
+        conversation_id: the conversation (given or inferred).
+        inferred: the tracker chose the id (no id was given).
+        new_facts: facts of the messages new since the conversation's last call.
+        rewrite: the compaction this request's history shows, if any.
+        context_chars: characters of the whole request history.
+        first: the conversation's first call seen.
+    """
+
+    conversation_id: str
+    inferred: bool
+    new_facts: tuple[MessageFacts, ...]
+    rewrite: Rewrite | None = None
+    context_chars: int = 0
+    first: bool = False
+
+
+def _anchor(system_key: int, facts: Sequence[MessageFacts]) -> int:
+    keys = []
+    for fact in facts[:ANCHOR_MESSAGES]:
+        keys.append(fact.key)
+        if fact.role == "user":
+            break
+    return hash((system_key, tuple(keys)))
+
+
+def _extends(history: _History, messages: tuple[Any, ...]) -> bool:
+    count = len(history.messages)
+    if len(messages) < count:
+        return False
+    try:
+        return messages[:count] == history.messages
+    except Exception:  # noqa: BLE001 - a foreign __eq__ may raise: then it is no prefix
+        return False
+
+
+@dataclass
+class HistoryTracker:
+    """Conversation and rewrite inference over request histories (thread-safe).
+
+    Args:
+        extractive_tail_turns: a rewrite keeping at least this many assistant
+            turns verbatim is ``extractive`` rather than ``lossy``.
+        idle_seconds: histories unused this long are forgotten.
+        max_histories: bound on remembered histories (LRU).
+        clock: monotonic seconds.
+    """
+
+    extractive_tail_turns: int = 8
+    idle_seconds: float = 3600.0
+    max_histories: int = MAX_HISTORIES
+    clock: Callable[[], float] = time.monotonic
+    _by_id: OrderedDict[str, _History] = field(default_factory=OrderedDict, init=False)
+    _by_anchor: dict[int, list[str]] = field(default_factory=dict, init=False)
+    _by_tail: dict[int, str] = field(default_factory=dict, init=False)
+    _summaries: OrderedDict[int, str] = field(default_factory=OrderedDict, init=False)
+    _heads: OrderedDict[int, tuple[Any, MessageFacts]] = field(
+        default_factory=OrderedDict, init=False
+    )
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def place(self, given_id: str | None, system: Any, messages: Sequence[Any]) -> Placement:
+        """Place one request and remember its history as its conversation's last."""
+        msgs = tuple(messages)
+        system_key = fingerprint(system)[0] if system else 0
+        with self._lock:
+            self._expire()
+            if given_id is not None:
+                return self._place_given(given_id, system_key, msgs)
+            return self._place_inferred(system_key, msgs)
+
+    def find(self, system: Any, messages: Sequence[Any]) -> str | None:
+        """The conversation a request (e.g. a summarizer's) continues, without recording it.
+
+        By anchor and prefix first; then, whatever its system prompt, by the last
+        messages of a conversation's history appearing in it.
+        """
+        msgs = tuple(messages)
+        system_key = fingerprint(system)[0] if system else 0
+        with self._lock:
+            anchor = _anchor(system_key, self._head(msgs))
+            for cid in reversed(self._by_anchor.get(anchor, ())):
+                if _extends(self._by_id[cid], msgs):
+                    return cid
+            for message in reversed(msgs[-(TAIL_KEYS + 2) :]):
+                found = self._by_tail.get(describe(message).key)
+                if found is not None and found in self._by_id:
+                    return found
+        return None
+
+    def remember_response(self, conversation_id: str, messages: Sequence[Any]) -> None:
+        """The response, as the agent will likely send it back, for rewrite matching."""
+        with self._lock:
+            history = self._by_id.get(conversation_id)
+            if history is not None:
+                history.expected = tuple(messages)
+
+    def remember_summary(self, conversation_id: str, text: str) -> None:
+        """A compaction summary of the conversation: a request carrying it continues it."""
+        with self._lock:
+            self._summaries[hash(text)] = conversation_id
+            self._summaries.move_to_end(hash(text))
+            while len(self._summaries) > MAX_SUMMARIES:
+                self._summaries.popitem(last=False)
+
+    # ------------------------------------------------------------ placement
+
+    def _place_given(self, cid: str, system_key: int, msgs: tuple[Any, ...]) -> Placement:
+        history = self._by_id.get(cid)
+        if history is not None and _extends(history, msgs):
+            return self._extend(history, msgs, inferred=False)
+        facts = [describe(m) for m in msgs]
+        if history is None:
+            return self._store(cid, system_key, msgs, facts, inferred=False, first=True)
+        rewrite = self._rewrite(history, facts, msgs)
+        start = rewrite.new_start if rewrite else _common(history.facts, facts)
+        return self._store(
+            cid, system_key, msgs, facts, inferred=False, rewrite=rewrite, start=start
+        )
+
+    def _head(self, msgs: tuple[Any, ...]) -> list[MessageFacts]:
+        """Facts of the anchor messages, cached by identity (the same task dict every call)."""
+        head: list[MessageFacts] = []
+        for message in msgs[:ANCHOR_MESSAGES]:
+            cached = self._heads.get(id(message))
+            if cached is not None and cached[0] is message:
+                fact = cached[1]
+            else:
+                fact = describe(message)
+                self._heads[id(message)] = (message, fact)
+                while len(self._heads) > MAX_HEADS:
+                    self._heads.popitem(last=False)
+            head.append(fact)
+            if fact.role == "user":
+                break
+        return head
+
+    def _place_inferred(self, system_key: int, msgs: tuple[Any, ...]) -> Placement:
+        head = self._head(msgs)
+        anchor = _anchor(system_key, head)
+        candidates = [self._by_id[c] for c in reversed(self._by_anchor.get(anchor, ()))]
+        for history in candidates:
+            if _extends(history, msgs):
+                return self._extend(history, msgs, inferred=True)
+        facts = head + [describe(m) for m in msgs[len(head) :]]
+        for history in candidates:
+            rewrite = self._rewrite(history, facts, msgs)
+            if rewrite is not None:
+                return self._continue(history, system_key, msgs, facts, rewrite)
+        branched = self._branch(candidates, facts, len(head))
+        if branched is not None:
+            history, common = branched
+            return self._store(
+                history.conversation_id, system_key, msgs, facts, inferred=True, start=common
+            )
+        found = self._by_summary(facts) or self._by_shared_tail(system_key, facts)
+        if found is not None:
+            rewrite = self._rewrite(found, facts, msgs)
+            return self._continue(found, system_key, msgs, facts, rewrite)
+        cid = new_conversation_id()
+        return self._store(cid, system_key, msgs, facts, inferred=True, first=True)
+
+    def _continue(
+        self,
+        history: _History,
+        system_key: int,
+        msgs: tuple[Any, ...],
+        facts: list[MessageFacts],
+        rewrite: Rewrite | None,
+    ) -> Placement:
+        start = rewrite.new_start if rewrite else _after_summary(facts)
+        return self._store(
+            history.conversation_id,
+            system_key,
+            msgs,
+            facts,
+            inferred=True,
+            rewrite=rewrite,
+            start=start,
+        )
+
+    def _rewrite(
+        self, history: _History, facts: list[MessageFacts], msgs: tuple[Any, ...]
+    ) -> Rewrite | None:
+        expected = tuple(describe(m) for m in history.expected)
+        old_facts = [*history.facts, *expected]
+        old_messages = (*history.messages, *history.expected)
+        return infer_rewrite(old_facts, facts, old_messages, msgs, self.extractive_tail_turns)
+
+    @staticmethod
+    def _branch(
+        candidates: Sequence[_History], facts: Sequence[MessageFacts], anchor: int
+    ) -> tuple[_History, int] | None:
+        """The candidate sharing the longest prefix beyond the anchor (a retry from there)."""
+        best: tuple[_History, int] | None = None
+        for history in candidates:
+            common = _common(history.facts, facts)
+            if common > anchor and (best is None or common > best[1]):
+                best = (history, common)
+        return best
+
+    def _by_summary(self, facts: Sequence[MessageFacts]) -> _History | None:
+        for fact in facts:
+            if fact.summary is not None:
+                cid = self._summaries.get(hash(fact.summary))
+                if cid is not None and cid in self._by_id:
+                    return self._by_id[cid]
+        return None
+
+    def _by_shared_tail(self, system_key: int, facts: Sequence[MessageFacts]) -> _History | None:
+        for fact in facts[1:]:
+            cid = self._by_tail.get(fact.key)
+            history = self._by_id.get(cid) if cid is not None else None
+            if history is not None and history.system_key == system_key:
+                return history
+        return None
+
+    # ------------------------------------------------------------ storage
+
+    def _extend(self, history: _History, msgs: tuple[Any, ...], *, inferred: bool) -> Placement:
+        new = [describe(m) for m in msgs[len(history.messages) :]]
+        history.facts.extend(new)
+        history.chars += sum(f.chars for f in new)
+        history.messages = msgs
+        history.expected = ()
+        history.last_used = self.clock()
+        self._by_id.move_to_end(history.conversation_id)
+        self._index_tail(history)
+        return Placement(
+            history.conversation_id,
+            inferred,
+            tuple(new),
+            context_chars=history.chars,
+        )
+
+    def _store(
+        self,
+        cid: str,
+        system_key: int,
+        msgs: tuple[Any, ...],
+        facts: list[MessageFacts],
+        *,
+        inferred: bool,
+        rewrite: Rewrite | None = None,
+        start: int = 0,
+        first: bool = False,
+    ) -> Placement:
+        self._drop(cid)
+        chars = sum(f.chars for f in facts)
+        history = _History(
+            cid, _anchor(system_key, facts), system_key, msgs, facts, self.clock(), chars
+        )
+        self._by_id[cid] = history
+        peers = self._by_anchor.setdefault(history.anchor, [])
+        peers.append(cid)
+        del peers[:-MAX_PER_ANCHOR]
+        self._index_tail(history)
+        while len(self._by_id) > self.max_histories:
+            self._drop(next(iter(self._by_id)))
+        return Placement(
+            cid,
+            inferred,
+            tuple(facts[start:]),
+            rewrite=rewrite,
+            context_chars=chars,
+            first=first,
+        )
+
+    def _index_tail(self, history: _History) -> None:
+        for key in history.tail_keys:
+            if self._by_tail.get(key) == history.conversation_id:
+                del self._by_tail[key]
+        history.tail_keys = tuple(f.key for f in history.facts[-TAIL_KEYS:])
+        for key in history.tail_keys:
+            self._by_tail[key] = history.conversation_id
+
+    def _drop(self, cid: str) -> None:
+        history = self._by_id.pop(cid, None)
+        if history is None:
+            return
+        peers = self._by_anchor.get(history.anchor)
+        if peers is not None:
+            if cid in peers:
+                peers.remove(cid)
+            if not peers:
+                del self._by_anchor[history.anchor]
+        for key in history.tail_keys:
+            if self._by_tail.get(key) == cid:
+                del self._by_tail[key]
+
+    def _expire(self) -> None:
+        limit = self.clock() - self.idle_seconds
+        while self._by_id:
+            cid, oldest = next(iter(self._by_id.items()))
+            if oldest.last_used >= limit:
+                return
+            self._drop(cid)
+
+
+def _common(old: Sequence[MessageFacts], new: Sequence[MessageFacts]) -> int:
+    count = 0
+    for a, b in zip(old, new, strict=False):
+        if a.key != b.key:
+            break
+        count += 1
+    return count
+
+
+def _after_summary(facts: Sequence[MessageFacts]) -> int:
+    for index, fact in enumerate(facts):
+        if fact.summary is not None:
+            return index + 1
+    return 0

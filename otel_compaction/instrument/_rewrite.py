@@ -1,0 +1,171 @@
+"""Compaction inferred from a rewritten history: what was dropped, what replaced it.
+
+A request whose message list no longer extends the previous request of its
+conversation was rewritten. Three shapes are recognised, in this order:
+
+- **tool outputs cleared**: the same messages in the same places, some of them
+  shorter (context editing in place), so ``prune``;
+- **head replaced**: a kept head (system prompt, task), then new messages (the
+  summary) where a run of older messages was, then a verbatim tail of the old
+  history, then the messages new since the last call: ``lossy``, or
+  ``extractive`` when the verbatim tail holds at least ``extractive_tail_turns``
+  assistant turns; without any inserted message it is a ``prune`` (messages dropped).
+  Without a verbatim tail, the summary is what follows the head up to the first
+  assistant message, the new request must be smaller than the old one and at
+  least two assistant turns must be gone (else it is a retry from an earlier point);
+- anything else is not a compaction (a new conversation that shares a head).
+
+Only message fingerprints are compared, so the cost is linear in the history and
+paid only on a rewrite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from otel_compaction.instrument._messages import MessageFacts
+from otel_compaction.semconv import CompactionMode
+
+MIN_DROPPED_TURNS = 2
+"""Without a verbatim tail, a summary must replace at least this many assistant turns."""
+TRIGGER_REWRITTEN = "history_rewritten"
+TRIGGER_CLEARED = "tool_outputs_cleared"
+TRIGGER_DROPPED = "messages_dropped"
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """An inferred compaction: the regions of the old and the new history."""
+
+    mode: CompactionMode
+    trigger: str
+    dropped: tuple[Any, ...]
+    inserted: tuple[Any, ...]
+    retained: tuple[Any, ...]
+    dropped_chars: int
+    inserted_chars: int
+    retained_chars: int
+    new_start: int
+    """Index in the new request where the messages new since the last call begin."""
+
+
+def _chars(facts: Sequence[MessageFacts]) -> int:
+    return sum(f.chars for f in facts)
+
+
+def cleared_in_place(
+    old: Sequence[MessageFacts], new: Sequence[MessageFacts], old_messages: Sequence[Any]
+) -> Rewrite | None:
+    """Same roles in the same places, and every changed message got shorter."""
+    if len(new) < len(old) or not old:
+        return None
+    changed = [i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a.key != b.key]
+    if not changed:
+        return None
+    for i in changed:
+        if old[i].role != new[i].role or new[i].chars >= old[i].chars:
+            return None
+    dropped = tuple(old_messages[i] for i in changed)
+    return Rewrite(
+        mode=CompactionMode.PRUNE,
+        trigger=TRIGGER_CLEARED,
+        dropped=dropped,
+        inserted=(),
+        retained=(),
+        dropped_chars=sum(old[i].chars - new[i].chars for i in changed),
+        inserted_chars=0,
+        retained_chars=_chars(old) - sum(old[i].chars for i in changed),
+        new_start=len(old),
+    )
+
+
+def _common_head(old: Sequence[MessageFacts], new: Sequence[MessageFacts]) -> int:
+    head = 0
+    for a, b in zip(old, new, strict=False):
+        if a.key != b.key:
+            break
+        head += 1
+    return head
+
+
+def _tail_run(
+    old: Sequence[MessageFacts], new: Sequence[MessageFacts], head: int
+) -> tuple[int, int, int]:
+    """``(j, i, r)``: new[j:j+r] == old[i:i+r], the first such run after the head."""
+    positions = {f.key: i for i, f in enumerate(old) if i >= head}
+    for j in range(head, len(new)):
+        i = positions.get(new[j].key)
+        if i is None:
+            continue
+        r = 0
+        while j + r < len(new) and i + r < len(old) and new[j + r].key == old[i + r].key:
+            r += 1
+        return j, i, r
+    return len(new), len(old), 0
+
+
+def _summary_end(new: Sequence[MessageFacts], start: int) -> int:
+    """Without a verbatim tail, the summary runs up to the first assistant message after it."""
+    for index in range(start + 1, len(new)):
+        if new[index].is_assistant:
+            return index
+    return len(new)
+
+
+def head_replaced(
+    old: Sequence[MessageFacts],
+    new: Sequence[MessageFacts],
+    old_messages: Sequence[Any],
+    new_messages: Sequence[Any],
+    extractive_tail_turns: int,
+) -> Rewrite | None:
+    """A run of old messages replaced by new ones (or by nothing), a verbatim tail kept."""
+    head = _common_head(old, new)
+    j, i, r = _tail_run(old, new, head)
+    if r == 0:
+        # No verbatim tail: the summary is what follows the head, the rest is new.
+        j, i = (_summary_end(new, head) if head < len(new) else head), len(old)
+    dropped = old[head:i]
+    inserted = new[head:j]
+    if not dropped:
+        return None
+    if r == 0 and not (
+        inserted
+        and _chars(new[:j]) < _chars(old)
+        and sum(1 for f in dropped if f.is_assistant) >= MIN_DROPPED_TURNS
+    ):
+        return None  # a branch from an earlier point (a retry) is no compaction
+    retained = new[j : j + r]
+    turns = sum(1 for f in retained if f.is_assistant)
+    if not inserted:
+        mode, trigger = CompactionMode.PRUNE, TRIGGER_DROPPED
+    elif turns >= extractive_tail_turns > 0:
+        mode, trigger = CompactionMode.EXTRACTIVE, TRIGGER_REWRITTEN
+    else:
+        mode, trigger = CompactionMode.LOSSY, TRIGGER_REWRITTEN
+    return Rewrite(
+        mode=mode,
+        trigger=trigger,
+        dropped=tuple(old_messages[head:i]),
+        inserted=tuple(new_messages[head:j]),
+        retained=tuple(new_messages[j : j + r]),
+        dropped_chars=_chars(dropped),
+        inserted_chars=_chars(inserted),
+        retained_chars=_chars(retained),
+        new_start=j + r,
+    )
+
+
+def infer_rewrite(
+    old: Sequence[MessageFacts],
+    new: Sequence[MessageFacts],
+    old_messages: Sequence[Any],
+    new_messages: Sequence[Any],
+    extractive_tail_turns: int,
+) -> Rewrite | None:
+    """The compaction that turned ``old`` into ``new``, or None if it is not one."""
+    return cleared_in_place(old, new, old_messages) or head_replaced(
+        old, new, old_messages, new_messages, extractive_tail_turns
+    )

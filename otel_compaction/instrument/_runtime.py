@@ -1,0 +1,216 @@
+"""The process-wide state of the instrumentation: analysis, telemetry, small memories.
+
+One :class:`Runtime` exists while the instrumentation is on (``install`` at
+``instrument()``, ``uninstall`` at ``uninstrument()``); the public API
+(``report_phase``, ``record_compaction``...) also works without it, on a default
+runtime bound to the global tracer and meter providers. The LangChain handler
+shares the same runtime, so both layers feed the same conversations.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from opentelemetry import metrics, trace
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.trace import SpanContext, TracerProvider
+
+from otel_compaction.analyzer import ConversationRegistry
+from otel_compaction.config import Settings
+from otel_compaction.emit.metrics import CompactionMetrics
+from otel_compaction.instrument._history import HistoryTracker
+from otel_compaction.model import Finding
+
+logger = logging.getLogger("otel_compaction.instrument")
+
+SCOPE = "otel_compaction"
+"""The instrumentation scope name of every span and metric we emit."""
+SPAN_MEMORY = 4096
+"""Compaction span contexts remembered for lineage links; response ids for chaining."""
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class BoundedMap(Generic[K, V]):
+    """A thread-safe LRU map that forgets its oldest entry beyond ``limit``."""
+
+    __slots__ = ("_data", "_limit", "_lock")
+
+    def __init__(self, limit: int = SPAN_MEMORY) -> None:
+        self._data: OrderedDict[K, V] = OrderedDict()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        """The value of ``key``, refreshed as most recent (None if unknown)."""
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, key: K, value: V) -> None:
+        """Remember ``key`` as the most recent entry."""
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self._limit:
+                self._data.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class _Stage:
+    """``with guard.stage(name):`` swallows an ``Exception`` of the block and reports it."""
+
+    __slots__ = ("_guard", "_name")
+
+    def __init__(self, guard: Guard, name: str) -> None:
+        self._guard = guard
+        self._name = name
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> bool:
+        if exc_type is None or not issubclass(exc_type, Exception):
+            return False
+        self._guard.failed(self._name)
+        return True
+
+
+class Guard:
+    """Catches what an instrumentation stage raised: logged once per stage, counted.
+
+    Wrap every stage in ``with guard.stage(name):`` (or call :meth:`failed` from
+    an ``except`` block); the host's call then goes on exactly as if we were not
+    there. ``BaseException``s that are not errors (cancellation, exit) pass.
+    """
+
+    __slots__ = ("_logged", "_stages", "metrics")
+
+    def __init__(self, metrics: CompactionMetrics | None = None) -> None:
+        self.metrics = metrics
+        self._logged: set[str] = set()
+        self._stages: dict[str, _Stage] = {}
+
+    def stage(self, name: str) -> _Stage:
+        """A reusable context manager guarding stage ``name``."""
+        stage = self._stages.get(name)
+        if stage is None:
+            stage = self._stages[name] = _Stage(self, name)
+        return stage
+
+    def failed(self, stage: str) -> None:
+        """Record the exception being handled as an internal error of ``stage``."""
+        try:
+            if stage not in self._logged:
+                self._logged.add(stage)
+                logger.exception(
+                    "otel-compaction: internal error in stage %r; the LLM call is unaffected "
+                    "(further errors of this stage are logged at debug level)",
+                    stage,
+                )
+            else:
+                logger.debug("otel-compaction: internal error in stage %r", stage, exc_info=True)
+            if self.metrics is not None:
+                self.metrics.record_error(stage)
+        except Exception:  # noqa: BLE001, S110 - the error path itself must never raise
+            pass
+
+
+class Runtime:
+    """Settings, the conversation registry, the history tracker and the telemetry.
+
+    Args:
+        settings: thresholds and switches.
+        tracer_provider / meter_provider: where spans and metrics go (the global
+            providers when None).
+        on_finding: called with every finding (in the thread of the LLM call).
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        on_finding: Callable[[Finding], None] | None = None,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self.registry = ConversationRegistry(self.settings)
+        self.history = HistoryTracker(
+            extractive_tail_turns=self.settings.extractive_tail_turns,
+            idle_seconds=self.settings.conversation_idle_seconds,
+        )
+        self.tracer = trace.get_tracer(SCOPE, _version(), tracer_provider=tracer_provider)
+        meter = metrics.get_meter(SCOPE, _version(), meter_provider=meter_provider)
+        self.metrics = CompactionMetrics(
+            meter, livelocked=self.registry.livelocked_count, active=self.registry.__len__
+        )
+        self.guard = Guard(self.metrics)
+        self.compaction_spans: BoundedMap[str, SpanContext] = BoundedMap()
+        self.response_conversations: BoundedMap[str, tuple[str, bool]] = BoundedMap()
+        self.cleared: BoundedMap[str, int] = BoundedMap()
+        self.enriched: BoundedMap[int, bool] = BoundedMap()
+        if on_finding is not None:
+            self.registry.add_listener(on_finding)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("otel-compaction")
+    except Exception:  # noqa: BLE001 - running from a source tree without metadata
+        return "0"
+
+
+_lock = threading.Lock()
+_current: Runtime | None = None
+
+
+def install(runtime: Runtime) -> None:
+    """Make ``runtime`` the process's runtime (at ``instrument()``)."""
+    global _current
+    with _lock:
+        _current = runtime
+
+
+def uninstall() -> None:
+    """Forget the runtime (at ``uninstrument()``): state starts afresh next time."""
+    global _current
+    with _lock:
+        _current = None
+
+
+def current() -> Runtime | None:
+    """The installed runtime, if any."""
+    return _current
+
+
+def get_runtime() -> Runtime:
+    """The installed runtime, or a default one on the global providers."""
+    global _current
+    runtime = _current
+    if runtime is not None:
+        return runtime
+    with _lock:
+        if _current is None:
+            _current = Runtime()
+        return _current
+
+
+def guard() -> Guard:
+    """The installed runtime's guard, or a fallback that only logs."""
+    runtime = _current
+    return runtime.guard if runtime is not None else _FALLBACK
+
+
+_FALLBACK = Guard()

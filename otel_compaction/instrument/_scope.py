@@ -1,0 +1,206 @@
+"""Context-local state: the current conversation, open compaction blocks, pending reports.
+
+Everything here lives in ``contextvars``, so it follows the code into asyncio
+tasks and into threads started with a copied context, and two threads or tasks
+never see each other's conversation.
+
+Reports that name no conversation (a ``report_phase`` or ``record_compaction``
+outside any ``conversation()`` block, in an agent whose conversations are
+inferred) wait in a per-context :class:`Pending` list and are claimed by the
+next instrumented call made in that context, which knows its conversation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry import baggage
+from opentelemetry.trace import Span
+
+from otel_compaction import semconv as sc
+from otel_compaction.model import CompactionObservation, PhaseReport
+
+MAX_PENDING = 64
+
+ID_EXPLICIT = "explicit"
+ID_BAGGAGE = "baggage"
+ID_CLIENT = "client"
+ID_CHAINED = "chained"
+ID_FRAMEWORK = "framework"
+ID_INFERRED = "inferred"
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRef:
+    """A conversation id, where it came from, and whether the application gave it."""
+
+    id: str
+    source: str
+    given: bool
+
+    def attributes(self) -> dict[str, Any]:
+        """``compaction.conversation.*`` always; ``gen_ai.conversation.id`` only if given."""
+        out: dict[str, Any] = {sc.CONVERSATION_ID: self.id, sc.CONVERSATION_ID_SOURCE: self.source}
+        if self.given:
+            out[sc.GEN_AI_CONVERSATION_ID] = self.id
+        return out
+
+
+@dataclass(slots=True)
+class PendingCompaction:
+    """An explicit compaction waiting for its conversation (and maybe its open span)."""
+
+    observation: CompactionObservation
+    span: Span | None = None
+    end_ns: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPhase:
+    """A phase report waiting for its conversation."""
+
+    report: PhaseReport
+
+
+PendingItem = PendingCompaction | PendingPhase
+
+
+class Pending:
+    """Reports made in one context, for the next instrumented call there (thread-safe)."""
+
+    __slots__ = ("_items", "_lock")
+
+    def __init__(self) -> None:
+        self._items: list[PendingItem] = []
+        self._lock = threading.Lock()
+
+    def add(self, item: PendingItem, on_drop: Callable[[PendingItem], None]) -> None:
+        """Queue ``item``; beyond the bound the oldest is dropped through ``on_drop``."""
+        with self._lock:
+            self._items.append(item)
+            dropped = self._items[:-MAX_PENDING]
+            del self._items[:-MAX_PENDING]
+        for old in dropped:
+            on_drop(old)
+
+    def claim(self) -> list[PendingItem]:
+        """Take every queued item (each is claimed once, by one call)."""
+        with self._lock:
+            items, self._items = self._items, []
+        return items
+
+
+_CONVERSATION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "otel_compaction_conversation", default=None
+)
+_PENDING: contextvars.ContextVar[Pending | None] = contextvars.ContextVar(
+    "otel_compaction_pending", default=None
+)
+_COMPACTING: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "otel_compaction_compacting", default=None
+)
+_IN_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "otel_compaction_in_call", default=False
+)
+
+
+def set_conversation(conversation_id: str | None) -> contextvars.Token[str | None]:
+    """Make ``conversation_id`` current; reset with the returned token."""
+    return _CONVERSATION.set(conversation_id)
+
+
+def reset_conversation(token: contextvars.Token[str | None]) -> None:
+    """Undo :func:`set_conversation` (harmless in another context)."""
+    with contextlib.suppress(ValueError):
+        _CONVERSATION.reset(token)
+
+
+def pending() -> Pending | None:
+    """This context's pending list, if anything was ever queued here."""
+    return _PENDING.get()
+
+
+def pending_queue() -> Pending:
+    """This context's pending list, created on first use."""
+    queue = _PENDING.get()
+    if queue is None:
+        queue = Pending()
+        _PENDING.set(queue)
+    return queue
+
+
+def compacting() -> Any:
+    """The ``with compaction()`` block open in this context, if any."""
+    return _COMPACTING.get()
+
+
+def set_compacting(scope: Any) -> contextvars.Token[Any]:
+    """Mark ``scope`` as the open compaction block."""
+    return _COMPACTING.set(scope)
+
+
+def reset_compacting(token: contextvars.Token[Any]) -> None:
+    """Close the compaction block (harmless in another context)."""
+    with contextlib.suppress(ValueError):
+        _COMPACTING.reset(token)
+
+
+def in_call() -> bool:
+    """Whether an instrumented call is running in this context (re-entrancy guard)."""
+    return _IN_CALL.get()
+
+
+def enter_call() -> contextvars.Token[bool]:
+    """Mark an instrumented call as running."""
+    return _IN_CALL.set(True)
+
+
+def exit_call(token: contextvars.Token[bool]) -> None:
+    """Unmark (harmless in another context)."""
+    with contextlib.suppress(ValueError):
+        _IN_CALL.reset(token)
+
+
+def given_conversation(argument: str | None = None) -> ConversationRef | None:
+    """The conversation the application named: argument, ``conversation()`` block, baggage."""
+    if argument:
+        return ConversationRef(argument, ID_EXPLICIT, True)
+    current = _CONVERSATION.get()
+    if current:
+        return ConversationRef(current, ID_EXPLICIT, True)
+    framework = framework_call()
+    if framework is not None and framework.conversation_id:
+        return ConversationRef(framework.conversation_id, ID_FRAMEWORK, bool(framework.id_given))
+    value = baggage.get_baggage(sc.GEN_AI_CONVERSATION_ID)
+    if isinstance(value, str) and value:
+        return ConversationRef(value, ID_BAGGAGE, True)
+    return None
+
+
+def framework_call() -> Any:
+    """The LangChain chat-model run around this call, if that integration is active."""
+    return _framework_lookup()()
+
+
+def _no_framework() -> None:
+    return None
+
+
+_lookup: list[Callable[[], Any]] = []
+
+
+def _framework_lookup() -> Callable[[], Any]:
+    """``langchain._scope.current_call``, imported once (it imports nothing of LangChain)."""
+    if not _lookup:
+        try:
+            from otel_compaction.instrument.langchain._scope import current_call
+        except ImportError:
+            _lookup.append(_no_framework)
+        else:
+            _lookup.append(current_call)
+    return _lookup[0]

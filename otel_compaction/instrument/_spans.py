@@ -1,0 +1,127 @@
+"""Spans of the instrumentation: the inference span, its enrichment, compaction spans.
+
+The inference span is ``{operation} {model}``, kind CLIENT, started in the
+caller's context but never made current across a stream (it is current only
+inside the synchronous or awaited SDK call). A ``compaction`` span (INTERNAL)
+is a child of the inference span of the first call that sees the compacted
+context, linked to the span of its lineage parent.
+
+When the caller's current span is already a GenAI inference span of another
+instrumentation (OpenLLMetry, OpenInference, the official python-genai ones, a
+framework's LLM span) we add our attributes to it instead of opening a second
+inference span for the same call.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from otel_compaction import semconv as sc
+from otel_compaction.emit.attributes import compaction_attributes
+from otel_compaction.instrument._api import RequestInfo, ResponseInfo
+from otel_compaction.instrument._content import summary_content
+from otel_compaction.instrument._runtime import SCOPE, Runtime
+from otel_compaction.model import CompactionAnalysis
+
+# Attributes by which other instrumentations mark their LLM spans.
+_OPENINFERENCE_KIND = "openinference.span.kind"
+_OPENLLMETRY_TYPE = "llm.request.type"
+
+
+def foreign_inference_span(runtime: Runtime) -> Span | None:
+    """The current span, if it is another instrumentation's open LLM span not yet enriched."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return None
+    attributes: Mapping[str, Any] | None = getattr(span, "attributes", None)
+    scope = getattr(getattr(span, "instrumentation_scope", None), "name", None)
+    if not attributes or scope == SCOPE:
+        return None
+    is_llm = (
+        attributes.get(sc.GEN_AI_OPERATION_NAME) in sc.INFERENCE_OPERATIONS
+        or attributes.get(_OPENINFERENCE_KIND) == "LLM"
+        or attributes.get(_OPENLLMETRY_TYPE) in ("chat", "completion")
+    )
+    if not is_llm:
+        return None
+    key = span.get_span_context().span_id
+    if runtime.enriched.get(key):
+        return None  # one call per foreign span: a second call gets its own span
+    runtime.enriched.put(key, True)
+    return span
+
+
+def start_inference_span(
+    runtime: Runtime, request: RequestInfo, attributes: Mapping[str, AttributeValue]
+) -> Span:
+    """Start the CLIENT span of one call in the current context (not made current)."""
+    name = f"{request.operation} {request.model}" if request.model else request.operation
+    return runtime.tracer.start_span(
+        name, kind=SpanKind.CLIENT, attributes={**request.attributes, **attributes}
+    )
+
+
+def response_attributes(response: ResponseInfo) -> dict[str, AttributeValue]:
+    """``gen_ai.response.*`` and ``gen_ai.usage.*`` of a response."""
+    out: dict[str, AttributeValue] = {}
+    values: dict[str, AttributeValue | None] = {
+        sc.GEN_AI_RESPONSE_ID: response.response_id,
+        sc.GEN_AI_RESPONSE_MODEL: response.model,
+        sc.GEN_AI_USAGE_INPUT_TOKENS: response.input_tokens,
+        sc.GEN_AI_USAGE_OUTPUT_TOKENS: response.output_tokens,
+        sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: response.cache_read_tokens,
+        sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: response.cache_write_tokens,
+    }
+    out.update({k: v for k, v in values.items() if v is not None})
+    if response.finish_reasons:
+        out[sc.GEN_AI_RESPONSE_FINISH_REASONS] = list(response.finish_reasons)
+    return out
+
+
+def end_with_error(span: Span, error: BaseException) -> None:
+    """Mark ``span`` failed with ``error.type`` (the class name, never the message)."""
+    if isinstance(error, Exception):
+        span.set_status(Status(StatusCode.ERROR, type(error).__name__))
+        span.set_attribute(sc.ERROR_TYPE, type(error).__name__)
+
+
+def emit_compaction(
+    runtime: Runtime,
+    analysis: CompactionAnalysis,
+    *,
+    parent: Context | None = None,
+    span: Span | None = None,
+    summary: str | None = None,
+    start_ns: int | None = None,
+    end_ns: int | None = None,
+) -> None:
+    """Emit (or finish, when ``span`` is the open block's) the ``compaction`` span."""
+    record = analysis.record
+    attributes = compaction_attributes(analysis)
+    if runtime.settings.capture_content:
+        attributes.update(summary_content(summary, runtime.settings.content_max_chars))
+    parent_context = runtime.compaction_spans.get(record.parent_id) if record.parent_id else None
+    links = [Link(parent_context)] if parent_context is not None else []
+    if span is None:
+        span = runtime.tracer.start_span(
+            sc.SPAN_COMPACTION,
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            links=links,
+            start_time=start_ns or time.time_ns(),
+        )
+    else:
+        span.set_attributes(attributes)
+        for link in links:
+            span.add_link(link.context)
+    runtime.compaction_spans.put(record.compaction_id, span.get_span_context())
+    span.end(end_time=end_ns)
+    runtime.metrics.record_compaction(analysis)

@@ -1,0 +1,145 @@
+"""The wrapt wrappers: one factory per wrapped method shape.
+
+Each wrapper calls the original exactly once with the caller's arguments,
+returns what it returned (a stream comes back inside a transparent proxy), and
+re-raises its exception unmodified. Instrumentation failures only ever make a
+call go uninstrumented.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+
+from otel_compaction.instrument import _scope as scope
+from otel_compaction.instrument._api import ProviderApi
+from otel_compaction.instrument._begin import begin
+from otel_compaction.instrument._call import InferenceCall
+from otel_compaction.instrument._runtime import Runtime
+from otel_compaction.instrument._streams import AsyncStreamProxy, StreamProxy, StreamState
+
+Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+
+RAW_RESPONSE_HEADER = "x-stainless-raw-response"
+"""Set by ``with_raw_response`` / ``with_streaming_response``: the body is the caller's."""
+
+
+def _raw_mode(kwargs: Mapping[str, Any]) -> str | None:
+    """``raw`` (``with_raw_response``), ``stream`` (``with_streaming_response``) or None."""
+    headers = kwargs.get("extra_headers")
+    if not isinstance(headers, Mapping):
+        return None
+    for key, value in headers.items():
+        if str(key).lower() == RAW_RESPONSE_HEADER:
+            return str(value).lower()
+    return None
+
+
+def _body(result: Any, raw: str | None, stream: bool) -> Any:
+    """The parsed response the caller will see, or None when reading it would consume it.
+
+    A ``with_raw_response`` result of a non-streaming call (LangChain's ChatAnthropic
+    calls the client this way) has its body read already; ``parse()`` caches the
+    parsed object, so the caller's own ``parse()`` gets this very object.
+    """
+    if raw is None:
+        return result
+    parse = getattr(result, "parse", None)
+    if raw == "raw" and not stream and callable(parse) and not inspect.iscoroutinefunction(parse):
+        return parse()
+    return None
+
+
+async def parsed_async(result: Any, raw: str | None, stream: bool) -> Any:
+    """The async client's ``with_raw_response`` body: ``parse()`` is a coroutine there."""
+    parse = getattr(result, "parse", None)
+    if raw == "raw" and not stream and inspect.iscoroutinefunction(parse):
+        return await parse()
+    return None
+
+
+def skip() -> bool:
+    """Whether this call is not ours to instrument (nested, or instrumentation suppressed)."""
+    return scope.in_call() or not is_instrumentation_enabled()
+
+
+def complete(call: InferenceCall, api: ProviderApi, result: Any, raw: str | None) -> Any:
+    """The caller's result: a stream wrapped in a proxy, anything else as is (call finished)."""
+    with call.runtime.guard.stage("response"):
+        if call.request.stream and raw is None:
+            state = StreamState(call, api)
+            if hasattr(result, "__aiter__"):
+                return AsyncStreamProxy(result, state)
+            return StreamProxy(result, state)
+        body = _body(result, raw, bool(call.request.stream))
+        call.finish(None if body is None else api.response(body, call.request))
+        return result
+    call.finish(None)  # reading the response failed: end the span with what is known
+    return result
+
+
+def create_wrapper(runtime: Runtime, api: ProviderApi) -> Wrapper:
+    """Wrap a synchronous ``create`` (and ``compact``): one inference span per call."""
+
+    def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        if skip():
+            return wrapped(*args, **kwargs)
+        call = begin(runtime, api, instance, kwargs)
+        if call is None:
+            return wrapped(*args, **kwargs)
+        tokens = call.enter()
+        try:
+            result = wrapped(*args, **kwargs)
+        except BaseException as error:
+            call.leave(tokens)
+            call.finish(None, error)
+            raise
+        call.leave(tokens)
+        return complete(call, api, result, _raw_mode(kwargs))
+
+    return wrapper
+
+
+def async_create_wrapper(runtime: Runtime, api: ProviderApi) -> Wrapper:
+    """Wrap an ``async def create``: the span is current only around the awaited call."""
+
+    async def wrapper(
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        if skip():
+            return await wrapped(*args, **kwargs)
+        call = begin(runtime, api, instance, kwargs)
+        if call is None:
+            return await wrapped(*args, **kwargs)
+        tokens = call.enter()
+        try:
+            result = await wrapped(*args, **kwargs)
+        except BaseException as error:
+            call.leave(tokens)
+            call.finish(None, error)
+            raise
+        call.leave(tokens)
+        raw = _raw_mode(kwargs)
+        if raw is not None:
+            with runtime.guard.stage("response"):
+                body = await parsed_async(result, raw, bool(call.request.stream))
+                if body is not None:
+                    call.finish(api.response(body, call.request))
+                    return result
+        return complete(call, api, result, raw)
+
+    return wrapper
+
+
+def suppress_sdk_span_wrapper(
+    wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Wrap anthropic's ``start_api_call_span``: no SDK span for a call we instrument."""
+    if scope.in_call():
+        return None
+    return wrapped(*args, **kwargs)

@@ -1,0 +1,184 @@
+"""Scripted 40-turn agents through the real anthropic client reproduce source notes 000 and 004.
+
+No phases are reported and no compaction is recorded explicitly: the phase is
+inferred from the tool calls, each compaction from the rewritten history.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from otel_compaction import semconv as sc
+from otel_compaction.config import Settings
+from otel_compaction.instrument import CompactionInstrumentor
+from otel_compaction.semconv import FindingKind
+from otel_compaction.testing import Capture
+from otel_compaction.testing.llm_api import FakeLLMAPI, RecordedRequest, Reply, ToolCall
+from tests.instrument.conftest import MODEL, anthropic_client, attrs
+
+TURNS = 40
+SUMMARY = (
+    "Goal: make the integration test pass. Plan: read, hypothesize, patch, verify. "
+    "Decisions: none yet. Open errors: the assertion in test_checkout. Next action: continue."
+)
+
+
+def _debugging_tool(turn: int) -> ToolCall | None:
+    """Note 000's run: reads, then reasoning without tools, then edits, then tests."""
+    if turn <= 18:
+        name = "read_file" if turn % 2 else "grep"
+        return ToolCall(name, {"path": f"src/module_{turn}.py"})
+    if turn <= 28:
+        return None
+    if turn <= 38:
+        return ToolCall("edit_file", {"path": "tests/conftest.py", "patch": "fixture"})
+    return ToolCall("bash", {"command": "pytest tests/test_integration.py -x"})
+
+
+class DebuggingModel:
+    """The scripted model of note 000: its n-th answer makes turn n's tool call."""
+
+    def __init__(self) -> None:
+        self.turn = 0
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        self.turn += 1
+        call = _debugging_tool(self.turn)
+        if call is None:
+            return Reply("Hypothesis: the checkout fixture is stale. " * 4)
+        return Reply("", tool_calls=(call,))
+
+
+class DebuggingAgent:
+    """Note 000's agent: one lossy summary compaction (two messages kept) at a chosen turn."""
+
+    def __init__(self, compact_at: int) -> None:
+        self.compact_at = compact_at
+        self.client = anthropic_client(FakeLLMAPI(DebuggingModel()))
+        self.messages: list[Any] = [{"role": "user", "content": "The integration test fails."}]
+
+    def run(self) -> None:
+        for turn in range(1, TURNS + 1):
+            if turn == self.compact_at:
+                summary = {"role": "user", "content": SUMMARY}
+                self.messages = [self.messages[0], summary, *self.messages[-2:]]
+            _step(self.client, "You are a debugging agent.", self.messages, 1200)
+
+
+def _step(client: Any, system: str, messages: list[Any], output_chars: int) -> int:
+    """One agent turn: call, append the answer and the tool results; returns the context size."""
+    message = client.messages.create(model=MODEL, max_tokens=256, system=system, messages=messages)
+    messages.append({"role": "assistant", "content": message.content})
+    uses = [b for b in message.content if b.type == "tool_use"]
+    results = [
+        {"type": "tool_result", "tool_use_id": u.id, "content": "x" * output_chars} for u in uses
+    ]
+    messages.append({"role": "user", "content": results or "Continue."})
+    return int(message.usage.input_tokens)
+
+
+def _compactions(cap: Capture) -> list[dict[str, Any]]:
+    return [attrs(s) for s in cap.spans_named(sc.SPAN_COMPACTION)]
+
+
+@pytest.mark.parametrize("settings", [Settings(model_windows={MODEL: 10_500})])
+def test_note_000_compaction_at_the_phase_boundary_is_flagged(
+    cap: Capture, instrumented: CompactionInstrumentor
+) -> None:
+    """Lossy compaction at turn 30, while hypothesize turns into patch: boundary_compaction."""
+    DebuggingAgent(compact_at=30).run()
+    (compaction,) = _compactions(cap)
+    assert compaction[sc.TURN_INDEX] == 30
+    assert compaction[sc.COMPACTION_MODE] == "lossy"
+    assert compaction[sc.PRESSURE_TOKEN_FRACTION] >= 0.65
+    assert compaction[sc.PHASE_TRANSITION_LIKELIHOOD] > 0.35
+    assert compaction[sc.FLAG_BOUNDARY] is True
+    assert "transition likelihood" in compaction[sc.FLAG_REASON]
+    boundary = [f for f in cap.findings if f.kind is FindingKind.BOUNDARY_COMPACTION]
+    assert [f.turn for f in boundary] == [30]
+
+
+@pytest.mark.parametrize("settings", [Settings(model_windows={MODEL: 10_500})])
+def test_note_000_twin_compacting_at_turn_34_is_not_flagged(
+    cap: Capture, instrumented: CompactionInstrumentor
+) -> None:
+    """The same run compacting at turn 34, settled in patch, raises no boundary finding."""
+    DebuggingAgent(compact_at=34).run()
+    (compaction,) = _compactions(cap)
+    assert compaction[sc.TURN_INDEX] == 34
+    assert compaction[sc.PHASE_NAME] == "patch"
+    assert compaction[sc.PRESSURE_TOKEN_FRACTION] >= 0.65
+    assert sc.FLAG_BOUNDARY not in compaction
+    assert not [f for f in cap.findings if f.kind is FindingKind.BOUNDARY_COMPACTION]
+
+
+CONSTRAINTS = (
+    "Constraints: keep the public API stable; no new dependencies; tests must stay green. "
+)
+WINDOW_004 = 2900
+
+
+class CompactingAgent:
+    """Note 004's agent: compacts at 85% of the window; summaries re-include the previous one."""
+
+    def __init__(self, reset_lineage: bool) -> None:
+        self.reset = reset_lineage
+        read = Reply("", tool_calls=(ToolCall("read_file", {"path": "billing.py"}),))
+        self.client = anthropic_client(FakeLLMAPI(default=read))
+        self.system = "You are a coding agent." + (" " + CONSTRAINTS if reset_lineage else "")
+        self.task = {"role": "user", "content": "Port the billing module to the new API."}
+        self.summary = ""
+
+    def _summarize(self, cycle: int) -> str:
+        if self.reset:  # lineage reset: from the raw turns only, constraints pinned in the system
+            return f"Goal: port billing. Plan: module by module. Decisions: part {cycle} done."
+        restated = "Restated constraints and decisions. " * int(7 * 1.6**cycle)
+        return f"{self.summary} {CONSTRAINTS}{restated}Cycle {cycle}: ported part {cycle}.".strip()
+
+    def run(self) -> None:
+        messages: list[Any] = [self.task]
+        context, cycle = 0, 0
+        for _ in range(TURNS):
+            if context >= 0.85 * WINDOW_004:
+                cycle += 1
+                self.summary = self._summarize(cycle)
+                messages = [self.task, {"role": "user", "content": self.summary}, *messages[-2:]]
+            context = _step(self.client, self.system, messages, 1200)
+
+
+@pytest.mark.parametrize("settings", [Settings(model_windows={MODEL: WINDOW_004})])
+def test_note_004_summary_of_summary_compactions_are_flagged_as_livelock(
+    cap: Capture, instrumented: CompactionInstrumentor
+) -> None:
+    """11 summary-of-summary compactions, intervals shrinking: reexpansion_livelock."""
+    CompactingAgent(reset_lineage=False).run()
+    compactions = _compactions(cap)
+    assert len(compactions) == 11
+    assert [c[sc.LINEAGE_GENERATION] for c in compactions] == list(range(11))
+    intervals = [c[sc.CYCLE_INTERVAL_TURNS] for c in compactions[1:]]
+    assert intervals == sorted(intervals, reverse=True)
+    assert intervals[0] > 3 * intervals[-1]
+    flagged = [c for c in compactions if c.get(sc.FLAG_LIVELOCK)]
+    assert flagged
+    assert "cadence accelerating" in flagged[0][sc.FLAG_REASON]
+    assert all(c[sc.CYCLE_RESIDUAL_TOKENS] > 0 for c in compactions[1:])
+    livelock = [f for f in cap.findings if f.kind is FindingKind.REEXPANSION_LIVELOCK]
+    assert livelock[0].turn == flagged[0][sc.TURN_INDEX]
+    gauge = cap.metric_points(sc.METRIC_LIVELOCKED.name)
+    assert [p.value for p in gauge] == [1]
+
+
+@pytest.mark.parametrize("settings", [Settings(model_windows={MODEL: WINDOW_004})])
+def test_note_004_lineage_reset_twin_is_not_flagged(
+    cap: Capture, instrumented: CompactionInstrumentor
+) -> None:
+    """Lineage reset, constraints pinned: fewer compactions, stable intervals, no flag."""
+    CompactingAgent(reset_lineage=True).run()
+    compactions = _compactions(cap)
+    assert 2 <= len(compactions) <= 5
+    intervals = [c[sc.CYCLE_INTERVAL_TURNS] for c in compactions[1:]]
+    assert max(intervals) - min(intervals) <= 2
+    assert not any(c.get(sc.FLAG_LIVELOCK) for c in compactions)
+    assert not [f for f in cap.findings if f.kind is FindingKind.REEXPANSION_LIVELOCK]

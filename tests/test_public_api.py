@@ -1,0 +1,38 @@
+"""The package's public namespace: what DESIGN.md promises, sorted, and nothing missing."""
+
+from __future__ import annotations
+
+import importlib
+
+import otel_compaction
+
+
+def test_all_is_sorted_and_resolvable() -> None:
+    """``__all__`` is sorted and every name in it exists."""
+    assert otel_compaction.__all__ == sorted(otel_compaction.__all__)
+    for name in otel_compaction.__all__:
+        assert hasattr(otel_compaction, name), name
+
+
+def test_design_api_names_are_exported() -> None:
+    """The fixed names of DESIGN.md import from the top-level package and from policy."""
+    for name in ("CompactionInstrumentor", "conversation", "report_phase", "record_compaction"):
+        assert name in otel_compaction.__all__
+    assert "compaction" in otel_compaction.__all__
+    policy = importlib.import_module("otel_compaction.policy")
+    for name in (
+        "should_compact",
+        "check_compaction_health",
+        "PhaseBoundaryCompactionError",
+        "CompactionReexpansionError",
+        "CompactionAdvisor",
+    ):
+        assert hasattr(policy, name), name
+
+
+def test_entry_point_names_the_instrumentor() -> None:
+    """opentelemetry-instrument finds CompactionInstrumentor through the entry point."""
+    from importlib.metadata import entry_points
+
+    (ep,) = [e for e in entry_points(group="opentelemetry_instrumentor") if e.name == "compaction"]
+    assert ep.load() is otel_compaction.CompactionInstrumentor
