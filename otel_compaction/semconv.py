@@ -277,9 +277,7 @@ INTERVAL_BUCKETS: Final = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 15.0, 
 RECLAIMED_TOKEN_BUCKETS: Final = (
     0.0, 1000.0, 2000.0, 5000.0, 10000.0, 20000.0, 50000.0, 100000.0, 200000.0, 500000.0,
 )  # fmt: skip
-RESIDUAL_TOKEN_BUCKETS: Final = (
-    -10000.0, -2000.0, 0.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 32000.0,
-)  # fmt: skip
+RESIDUAL_TOKEN_BUCKETS: Final = (0.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0, 16000.0, 32000.0)
 GENERATION_BUCKETS: Final = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0)
 
 METRIC_TOKEN_USAGE: Final = MetricSpec(
@@ -355,7 +353,7 @@ METRIC_RESIDUAL: Final = MetricSpec(
     "compaction.cycle.residual",
     "histogram",
     "{token}",
-    "Re-expansion residual per cycle: net context growth minus new task content.",
+    "Re-expansion residual per cycle: net context growth minus new task content, floored at 0.",
     (COMPACTION_SOURCE,),
     RESIDUAL_TOKEN_BUCKETS,
 )

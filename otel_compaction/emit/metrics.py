@@ -139,7 +139,9 @@ class CompactionMetrics:
             self._reclaimed.record(max(rec.tokens_before - rec.tokens_after, 0), both)
         if rec.cycle is not None:
             self._interval.record(rec.cycle.interval_turns, source_only)
-            self._residual.record(rec.cycle.residual_tokens, source_only)
+            # Histograms take no negative values (the SDK drops them); a cycle that grew
+            # less than its new content has no re-expansion, which 0 says.
+            self._residual.record(max(rec.cycle.residual_tokens, 0), source_only)
         self._generation.record(rec.generation, source_only)
         for finding in analysis.findings:
             self._findings.add(1, {sc.FINDING_KIND: finding.kind.value})

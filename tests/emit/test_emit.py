@@ -153,3 +153,13 @@ def test_record_compaction_counts_and_observes() -> None:
     assert gauge.value == 2  # type: ignore[attr-defined]
     for attrs in (p.attributes for p in _points(reader, sc.METRIC_RESIDUAL.name)):  # type: ignore[attr-defined]
         assert sc.CONVERSATION_ID not in attrs  # ids never become metric labels
+
+
+def test_negative_residual_is_recorded_as_zero() -> None:
+    """A cycle that grew less than its new content records residual 0, not a dropped value."""
+    reader = InMemoryMetricReader()
+    metrics = CompactionMetrics(MeterProvider(metric_readers=[reader]).get_meter("t"))
+    record = _record(cycle=Cycle(9, 54_000, 50_000, -4_000))
+    metrics.record_compaction(CompactionAnalysis(record, PRESSURE, PHASE))
+    (point,) = _points(reader, sc.METRIC_RESIDUAL.name)
+    assert (point.count, point.sum) == (1, 0)  # type: ignore[attr-defined]
