@@ -27,6 +27,11 @@ RAW_RESPONSE_HEADER = "x-stainless-raw-response"
 """Set by ``with_raw_response`` / ``with_streaming_response``: the body is the caller's."""
 
 
+# with_raw_response's header value: "raw" today, "true" in the legacy response of
+# anthropic 0.x / openai 1.x (whose parse() is synchronous even on async clients).
+_PARSED_RAW = frozenset({"raw", "true"})
+
+
 def _raw_mode(kwargs: Mapping[str, Any]) -> str | None:
     """``raw`` (``with_raw_response``), ``stream`` (``with_streaming_response``) or None."""
     headers = kwargs.get("extra_headers")
@@ -48,7 +53,9 @@ def _body(result: Any, raw: str | None, stream: bool) -> Any:
     if raw is None:
         return result
     parse = getattr(result, "parse", None)
-    if raw == "raw" and not stream and callable(parse) and not inspect.iscoroutinefunction(parse):
+    if raw in _PARSED_RAW and not stream and callable(parse):
+        if inspect.iscoroutinefunction(parse):
+            return None  # the async wrapper awaits it (parsed_async)
         return parse()
     return None
 
@@ -56,7 +63,7 @@ def _body(result: Any, raw: str | None, stream: bool) -> Any:
 async def parsed_async(result: Any, raw: str | None, stream: bool) -> Any:
     """The async client's ``with_raw_response`` body: ``parse()`` is a coroutine there."""
     parse = getattr(result, "parse", None)
-    if raw == "raw" and not stream and inspect.iscoroutinefunction(parse):
+    if raw in _PARSED_RAW and not stream and inspect.iscoroutinefunction(parse):
         return await parse()
     return None
 
