@@ -10,6 +10,13 @@ phase; ``observe_compaction`` as soon as a compaction is known and *before*
 ``observe_turn`` of the first call that sees the compacted context;
 ``observe_turn`` once per LLM call. Every call is thread-safe and cheap (a few
 dozen arithmetic operations per turn; text matching only on compactions).
+
+An analyzer is small, since a registry may hold 100,000 of them (about 2 KB each
+with two compactions, see ``docs/benchmarks.md``): it has ``__slots__``; its
+trackers keep tuples and ``array``s rather than deques, and the last pressure
+and phase estimate as their inputs, rebuilt when asked for; the analyzers of
+one registry share a few striped locks; everything derived from the settings
+(matrices, categorizer, decay weights) is shared.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Final
 
 from otel_compaction.config import Settings
 from otel_compaction.detectors import DEFAULT_DETECTORS, DetectionContext, Detector, run_detectors
@@ -46,6 +55,13 @@ logger = logging.getLogger(__name__)
 Clock = Callable[[], float]
 FindingListener = Callable[[Finding], None]
 
+LOCK_STRIPES = 64
+"""How many locks the analyzers of one registry share (by conversation id)."""
+
+_MAX_PARSED = 256
+_parsed_categories: dict[str, ToolCategory | None] = {}
+_CATEGORY_VALUES: Final = {category: category.value for category in ToolCategory}
+
 
 class ConversationAnalyzer:
     """Signals, lineage and findings of one conversation.
@@ -57,7 +73,27 @@ class ConversationAnalyzer:
         clock: seconds, monotonic; used for idle expiry.
         on_finding: called with each finding after the call that raised it
             (outside this analyzer's lock).
+        lock: the lock that serialises this analyzer's calls (a registry passes
+            one shared by a stripe of its analyzers); a new one when omitted.
     """
+
+    __slots__ = (
+        "_clock",
+        "_compacted_pending",
+        "_detectors",
+        "_lineage",
+        "_livelocked",
+        "_lock",
+        "_on_finding",
+        "_phase_known",
+        "_phase_since",
+        "_phase_tracker",
+        "_pressure_tracker",
+        "_turn_index",
+        "conversation_id",
+        "last_seen",
+        "settings",
+    )
 
     def __init__(
         self,
@@ -67,18 +103,18 @@ class ConversationAnalyzer:
         detectors: Sequence[Detector] = DEFAULT_DETECTORS,
         clock: Clock = time.monotonic,
         on_finding: FindingListener | None = None,
+        lock: AbstractContextManager[Any] | None = None,
     ) -> None:
         self.conversation_id = conversation_id
         self.settings = settings or Settings.from_env()
         self._detectors = tuple(detectors)
         self._clock = clock
         self._on_finding = on_finding
-        self._lock = threading.Lock()
+        self._lock = lock if lock is not None else threading.Lock()
         self._pressure_tracker = PressureTracker(self.settings)
         self._phase_tracker = PhaseTracker(self.settings)
         self._lineage = LineageTracker(conversation_id, self.settings)
         self._turn_index = 0
-        self._pressure: Pressure | None = None
         self._phase_known = False
         self._compacted_pending = False
         self._livelocked = False
@@ -111,7 +147,8 @@ class ConversationAnalyzer:
     @property
     def pressure(self) -> Pressure | None:
         """The pressure after the last turn, None before the first."""
-        return self._pressure
+        with self._lock:
+            return self._pressure_tracker.last
 
     @property
     def phase(self) -> PhaseEstimate | None:
@@ -145,7 +182,7 @@ class ConversationAnalyzer:
             self._turn_index += 1
             turn = self._turn_index
             window = obs.window or context_window(obs.model, self.settings)
-            self._pressure = self._pressure_tracker.observe(
+            pressure = self._pressure_tracker.observe(
                 obs.context_tokens, window, obs.tool_output_tokens
             )
             categories = self._categories(obs)
@@ -159,20 +196,22 @@ class ConversationAnalyzer:
             return TurnAnalysis(
                 conversation_id=self.conversation_id,
                 turn_index=turn,
-                pressure=self._pressure,
+                pressure=pressure,
                 phase=phase,
                 transition=transition,
                 compacted=compacted,
-                tool_categories=tuple(c.value for c in categories),
+                tool_categories=tuple(map(_CATEGORY_VALUES.__getitem__, categories)),
             )
 
     def _categories(self, obs: TurnObservation) -> tuple[ToolCategory, ...]:
         # Categories read back from a span win: the arguments that decided them
         # (a bash call running pytest) are not on the span.
         if obs.tool_categories and len(obs.tool_categories) == len(obs.tool_calls):
-            parsed = tuple(parse_category(c) for c in obs.tool_categories)
-            if all(c is not None for c in parsed):
-                return tuple(c for c in parsed if c is not None)
+            parsed = tuple(map(_parse_category, obs.tool_categories))
+            if None not in parsed:
+                return parsed  # type: ignore[return-value]  # None was just ruled out
+        if not obs.tool_calls:
+            return ()
         return self._phase_tracker.categories(obs.tool_calls, obs.tool_arguments or None)
 
     def observe_compaction(self, obs: CompactionObservation) -> CompactionAnalysis:
@@ -185,7 +224,8 @@ class ConversationAnalyzer:
     def _compaction(self, obs: CompactionObservation) -> CompactionAnalysis:
         self.last_seen = self._clock()
         history = self._lineage.records
-        window = self._pressure.window if self._pressure else None
+        pressure = self._pressure_tracker.last
+        window = pressure.window if pressure else None
         if window is None:
             window = context_window(None, self.settings)
         record = self._lineage.observe_compaction(obs, window=window)
@@ -194,7 +234,7 @@ class ConversationAnalyzer:
             record=record,
             settings=self.settings,
             history=history,
-            pressure=self._pressure,
+            pressure=pressure,
             phase=phase,
             compacted_tokens=compacted_tokens(obs),
         )
@@ -203,7 +243,7 @@ class ConversationAnalyzer:
         self._compacted_pending = True
         if obs.mode is CompactionMode.PRUNE:
             self._pressure_tracker.clear()  # the pruned tool outputs no longer weigh
-        return CompactionAnalysis(record, self._pressure, phase, findings)
+        return CompactionAnalysis(record, pressure, phase, findings)
 
     def _update_livelock(
         self,
@@ -230,6 +270,18 @@ class ConversationAnalyzer:
             return
         for finding in findings:
             self._on_finding(finding)
+
+
+def _parse_category(value: str) -> ToolCategory | None:
+    """:func:`parse_category`, cached: spans repeat a handful of category names."""
+    try:
+        return _parsed_categories[value]
+    except KeyError:
+        pass
+    if len(_parsed_categories) >= _MAX_PARSED:
+        _parsed_categories.clear()
+    found = _parsed_categories[value] = parse_category(value)
+    return found
 
 
 def compacted_tokens(obs: CompactionObservation) -> int | None:
@@ -267,6 +319,11 @@ class ConversationRegistry:
         self._lock = threading.Lock()
         self._analyzers: OrderedDict[str, ConversationAnalyzer] = OrderedDict()
         self._listeners: tuple[FindingListener, ...] = ()
+        # One lock per stripe instead of one per analyzer (56 bytes each at
+        # 100,000 conversations); an analyzer never takes another's lock, so
+        # sharing cannot deadlock, and 64 stripes keep contention negligible.
+        self._stripes = tuple(threading.Lock() for _ in range(LOCK_STRIPES))
+        self._on_finding: FindingListener = self._dispatch  # one bound method for all
 
     def get(self, conversation_id: str) -> ConversationAnalyzer:
         """The conversation's analyzer, created on first use (evicting the least recent)."""
@@ -282,7 +339,8 @@ class ConversationRegistry:
                 self.settings,
                 detectors=self._detectors,
                 clock=self._clock,
-                on_finding=self._dispatch,
+                on_finding=self._on_finding,
+                lock=self._stripes[hash(conversation_id) % LOCK_STRIPES],
             )
             self._analyzers[conversation_id] = analyzer
             while len(self._analyzers) > self.settings.max_conversations:

@@ -20,14 +20,16 @@ A child has ``generation = parent.generation + 1`` and the parent's root; a new
 lineage has generation 0 and is its own root.
 
 Memory is bounded: at most ``Settings.max_compactions_per_conversation``
-records, and shingle sketches of the last ``SKETCH_MEMORY`` summaries only.
+records, and shingle sketches of the last ``SKETCH_MEMORY`` summaries only. Both
+are tuples, replaced on each compaction (rare next to turns): a conversation
+without compactions holds none, and ``records`` is returned without a copy.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections import deque
 from dataclasses import dataclass
+from typing import TypeVar
 
 from otel_compaction.config import Settings
 from otel_compaction.lineage import text as txt
@@ -38,6 +40,8 @@ from otel_compaction.semconv import CompactionMode
 from otel_compaction.signals.tokens import estimate_tokens
 
 SKETCH_MEMORY = 4
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,17 +70,15 @@ class LineageTracker:
     def __init__(self, conversation_id: str, settings: Settings) -> None:
         self._conversation_id = conversation_id
         self._settings = settings
-        self._records: deque[CompactionRecord] = deque(
-            maxlen=settings.max_compactions_per_conversation
-        )
-        self._known: deque[_Known] = deque(maxlen=SKETCH_MEMORY)
+        self._records: tuple[CompactionRecord, ...] = ()
+        self._known: tuple[_Known, ...] = ()
         self._cycle = CycleAccumulator()
         self._turn_index = 0
 
     @property
     def records(self) -> tuple[CompactionRecord, ...]:
         """The remembered compactions, oldest first."""
-        return tuple(self._records)
+        return self._records
 
     @property
     def last(self) -> CompactionRecord | None:
@@ -239,13 +241,21 @@ class LineageTracker:
         return self._cycle.close(previous, turn_index, obs.tokens_before)
 
     def _remember(self, record: CompactionRecord, summary: str | None) -> None:
-        self._records.append(record)
+        self._records = _bounded(
+            self._records, record, self._settings.max_compactions_per_conversation
+        )
         if record.mode is not CompactionMode.PRUNE:
             self._cycle.reset()
         if summary:
             sk = txt.sketch(summary)
             if sk is not None:
-                self._known.append(_Known(record.compaction_id, sk))
+                self._known = _bounded(self._known, _Known(record.compaction_id, sk), SKETCH_MEMORY)
+
+
+def _bounded(items: tuple[_T, ...], item: _T, limit: int) -> tuple[_T, ...]:
+    """``items`` with ``item`` appended, keeping the newest ``limit`` (as a bounded deque)."""
+    out = (*items, item)
+    return out[len(out) - limit :] if len(out) > limit else out
 
 
 def _fraction(tokens: int | None, window: int | None) -> float | None:

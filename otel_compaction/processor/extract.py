@@ -14,6 +14,10 @@ The mapping from the wire to the shared engine (``ConversationAnalyzer``):
 
 The conversation key is ``compaction.conversation.id``, else
 ``gen_ai.conversation.id``, else Claude Code's ``session.id``, else the trace id.
+
+Spans are read through :mod:`~otel_compaction.processor.spanview`, where each
+span's attributes are a map: the dozen values an inference span needs are
+looked up and decoded, the others never become Python objects.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any
 from otel_compaction import semconv as sc
 from otel_compaction.model import CompactionObservation, PhaseReport, TurnObservation
 from otel_compaction.processor.decode import Signal
+from otel_compaction.processor.spanview import parse_trace_view
 from otel_compaction.semconv import CompactionMode, CompactionSource, PhaseSource
 
 AttrValue = str | bool | int | float | bytes | list[Any] | None
@@ -121,7 +126,34 @@ _LOG_KEYS = frozenset(
         sc.CLAUDE_CODE_POST_TOKENS,
     }
 )
+_PHASE_KEYS = (
+    sc.PHASE_NAME,
+    sc.PHASE_SOURCE,
+    sc.PHASE_NAMES,
+    sc.PHASE_DISTRIBUTION,
+    sc.PHASE_CONFIDENCE,
+)
+_COMPACTION_KEYS = (
+    sc.CONVERSATION_ID,
+    sc.GEN_AI_CONVERSATION_ID,
+    sc.TURN_INDEX,
+    sc.GEN_AI_PROVIDER_NAME,
+    sc.LINEAGE_GENERATION,
+    sc.COMPACTION_SOURCE,
+    sc.COMPACTION_MODE,
+    sc.COMPACTION_TRIGGER,
+    sc.TOKENS_BEFORE,
+    sc.TOKENS_AFTER,
+    sc.TOKENS_SUMMARY,
+    sc.TOKENS_RETAINED_TAIL,
+    sc.SUMMARY_TEXT,
+    sc.LINEAGE_PARENT_ID,
+    sc.SUMMARY_FAILED,
+    sc.COMPACTION_ID,
+    *_PHASE_KEYS,
+)
 _INFERENCE_OPERATIONS = frozenset(sc.INFERENCE_OPERATIONS)
+_REPORTED = PhaseSource.REPORTED.value
 _CC_COMPACTION = {sc.CLAUDE_CODE_EVENT_COMPACTION, sc.CLAUDE_CODE_EVENT_COMPACTION.split(".")[1]}
 _CC_API_REQUEST = {sc.CLAUDE_CODE_EVENT_API_REQUEST, sc.CLAUDE_CODE_EVENT_API_REQUEST.split(".")[1]}
 
@@ -142,75 +174,118 @@ def pick(attributes: Any, keys: frozenset[str]) -> dict[str, AttrValue]:
     return {kv.key: any_value(kv.value) for kv in attributes if kv.key in keys}
 
 
-def spans_to_items(request: Any, model_windows: Mapping[str, int] | None = None) -> Iterator[Item]:
-    """Every engine input in an ``ExportTraceServiceRequest``, in request order."""
-    for rs in request.resource_spans:
-        for ss in rs.scope_spans:
-            for span in ss.spans:
-                item = span_to_item(span, model_windows)
-                if item is not None:
-                    yield item
+def spans_to_items(
+    request: Any,
+    model_windows: Mapping[str, int] | None = None,
+    *,
+    data: bytes | None = None,
+    targets: bool = True,
+) -> Iterator[Item]:
+    """Every engine input in an ``ExportTraceServiceRequest``, in request order.
+
+    The attributes are read through :mod:`~otel_compaction.processor.spanview`
+    (one lookup per wanted key, no Python work for the others). ``data`` is the
+    request serialised, when the caller has it already; ``targets=False``
+    leaves ``Item.target`` None (tap mode writes nothing back on the spans).
+    """
+    view = parse_trace_view(request.SerializeToString() if data is None else data)
+    for i, rs in enumerate(view.resource_spans):
+        for j, ss in enumerate(rs.scope_spans):
+            originals = None
+            for k, span in enumerate(ss.spans):
+                item = _item(span, span.attributes, model_windows)
+                if item is None:
+                    continue
+                if targets:
+                    if originals is None:
+                        originals = request.resource_spans[i].scope_spans[j].spans
+                    item.target = originals[k]
+                yield item
 
 
 def span_to_item(span: Any, model_windows: Mapping[str, int] | None = None) -> Item | None:
     """The engine input of one span, or None when it is not a turn or a compaction."""
-    if span.name == sc.SPAN_FINDING:
+    values = {key: kv.value for kv in span.attributes if (key := kv.key) in _SPAN_KEYS}
+    item = _item(span, values, model_windows)
+    if item is not None:
+        item.target = span
+    return item
+
+
+# The readers below take the attributes as a mapping from key to OTLP
+# ``AnyValue`` (a span view's map, or a dict) and decode only what they use.
+# On the hot path (an inference span) each value is read with its expected type
+# first: a non-empty ``string_value`` or non-zero ``int_value`` can only be the
+# member of the oneof that is set; anything else goes the lenient way.
+
+
+def _item(
+    span: Any, attrs: Mapping[str, Any], model_windows: Mapping[str, int] | None
+) -> Item | None:
+    name = span.name
+    if name == sc.SPAN_FINDING:
         return None  # our own output, back through a Collector loop
-    attrs = pick(span.attributes, _SPAN_KEYS)
-    if not attrs and span.name != sc.SPAN_COMPACTION:
-        return None
-    if span.name == sc.SPAN_COMPACTION or sc.COMPACTION_SOURCE in attrs:
-        return _compaction_item(span, attrs)
+    if name == sc.SPAN_COMPACTION or sc.COMPACTION_SOURCE in attrs:
+        return _compaction_item(span, _decoded(attrs, _COMPACTION_KEYS))
     return _turn_item(span, attrs, model_windows)
 
 
-def _base(span: Any, attrs: Mapping[str, AttrValue], kind: ItemKind) -> Item:
-    key = _str(attrs.get(sc.CONVERSATION_ID)) or _str(attrs.get(sc.GEN_AI_CONVERSATION_ID))
+def _base(
+    span: Any, kind: ItemKind, key: str | None, turn_index: int | None, provider: str | None
+) -> Item:
+    trace_id, span_id = span.trace_id, span.span_id
     return Item(
-        conversation_id=key or span.trace_id.hex(),
+        conversation_id=key or trace_id.hex(),
         kind=kind,
-        turn_index=_int(attrs.get(sc.TURN_INDEX)),
+        turn_index=turn_index,
         time_ns=span.start_time_unix_nano,
-        trace_id=span.trace_id,
-        span_id=span.span_id,
-        dedupe_key=hash((span.trace_id, span.span_id)),
-        provider=_str(attrs.get(sc.GEN_AI_PROVIDER_NAME)),
-        target=span,
+        trace_id=trace_id,
+        span_id=span_id,
+        dedupe_key=hash((trace_id, span_id)),
+        provider=provider,
     )
 
 
 def _turn_item(
-    span: Any, attrs: Mapping[str, AttrValue], model_windows: Mapping[str, int] | None
+    span: Any, attrs: Mapping[str, Any], model_windows: Mapping[str, int] | None
 ) -> Item | None:
-    tokens = _int(attrs.get(sc.CONTEXT_TOKENS))
+    get = attrs.get
+    tokens = _int_of(get(sc.CONTEXT_TOKENS))
     if tokens is None:
-        operation = _str(attrs.get(sc.GEN_AI_OPERATION_NAME))
+        operation = _str_of(get(sc.GEN_AI_OPERATION_NAME))
         if operation is not None and operation not in _INFERENCE_OPERATIONS:
             return None
-        tokens = _int(attrs.get(sc.GEN_AI_USAGE_INPUT_TOKENS))
+        tokens = _int_of(get(sc.GEN_AI_USAGE_INPUT_TOKENS))
         if tokens is None:
             return None
-    model = _word(attrs.get(sc.GEN_AI_REQUEST_MODEL)) or _word(attrs.get(sc.GEN_AI_RESPONSE_MODEL))
-    window = _int(attrs.get(sc.CONTEXT_WINDOW))
+    model = _word_of(get(sc.GEN_AI_REQUEST_MODEL)) or _word_of(get(sc.GEN_AI_RESPONSE_MODEL))
+    window = _window(_int_of(get(sc.CONTEXT_WINDOW)))
     if model_windows and model in model_windows:
         window = None  # the processor's own window table wins over the agent's
-    item = _base(span, attrs, ItemKind.TURN)
+    key = _str_of(get(sc.CONVERSATION_ID)) or _str_of(get(sc.GEN_AI_CONVERSATION_ID))
+    turn_index = _int_of(get(sc.TURN_INDEX))
+    item = _base(span, ItemKind.TURN, key, turn_index, _str_of(get(sc.GEN_AI_PROVIDER_NAME)))
     item.turn = TurnObservation(
         context_tokens=max(tokens, 0),
         model=model,
-        new_content_tokens=max(_int(attrs.get(sc.CONTEXT_NEW_CONTENT_TOKENS)) or 0, 0),
-        tool_output_tokens=_ints(attrs.get(sc.TOOL_OUTPUT_TOKENS)),
-        tool_calls=_strs(attrs.get(sc.TOOL_CALLS)),
-        tool_categories=_strs(attrs.get(sc.TOOL_CATEGORIES)),
+        new_content_tokens=max(_int_of(get(sc.CONTEXT_NEW_CONTENT_TOKENS)) or 0, 0),
+        tool_output_tokens=_ints_of(get(sc.TOOL_OUTPUT_TOKENS)),
+        tool_calls=_strs_of(get(sc.TOOL_CALLS)),
+        tool_categories=_strs_of(get(sc.TOOL_CATEGORIES)),
         window=window if window and window > 0 else None,
         timestamp=span.start_time_unix_nano / 1e9 or None,
     )
-    item.phase = phase_report(attrs)
+    source = get(sc.PHASE_SOURCE)
+    if source is not None and source.string_value == _REPORTED:
+        item.phase = phase_report(_decoded(attrs, _PHASE_KEYS))
     return item
 
 
 def _compaction_item(span: Any, attrs: Mapping[str, AttrValue]) -> Item:
-    item = _base(span, attrs, ItemKind.COMPACTION)
+    key = _str(attrs.get(sc.CONVERSATION_ID)) or _str(attrs.get(sc.GEN_AI_CONVERSATION_ID))
+    turn_index = _int(attrs.get(sc.TURN_INDEX))
+    provider = _str(attrs.get(sc.GEN_AI_PROVIDER_NAME))
+    item = _base(span, ItemKind.COMPACTION, key, turn_index, provider)
     generation = _int(attrs.get(sc.LINEAGE_GENERATION))
     item.compaction = CompactionObservation(
         source=_enum(CompactionSource, attrs.get(sc.COMPACTION_SOURCE), CompactionSource.IMPORT),
@@ -235,7 +310,7 @@ def _compaction_item(span: Any, attrs: Mapping[str, AttrValue]) -> Item:
 def phase_report(attrs: Mapping[str, AttrValue]) -> PhaseReport | None:
     """The agent's own phase report carried on a span, if its phase was reported."""
     name = _str(attrs.get(sc.PHASE_NAME))
-    if name is None or attrs.get(sc.PHASE_SOURCE) != PhaseSource.REPORTED.value:
+    if name is None or attrs.get(sc.PHASE_SOURCE) != _REPORTED:
         return None
     names = _strs(attrs.get(sc.PHASE_NAMES))
     values = attrs.get(sc.PHASE_DISTRIBUTION)
@@ -248,6 +323,51 @@ def phase_report(attrs: Mapping[str, AttrValue]) -> PhaseReport | None:
         confidence=float(confidence) if isinstance(confidence, int | float) else None,
         distribution=distribution or None,
     )
+
+
+def _decoded(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, AttrValue]:
+    """The attributes among ``keys`` as plain Python values (for the rarer spans)."""
+    return {key: any_value(value) for key in keys if (value := attrs.get(key)) is not None}
+
+
+def _int_of(value: Any) -> int | None:
+    if value is None:
+        return None
+    number: int = value.int_value
+    return number if number else _int(any_value(value))
+
+
+def _str_of(value: Any) -> str | None:
+    # An empty string_value is an empty string or another type: None either way.
+    return None if value is None else (value.string_value or None)
+
+
+def _word_of(value: Any) -> str | None:
+    return None if value is None else _word(value.string_value or None)
+
+
+def _strs_of(value: Any) -> tuple[str, ...]:
+    # ``array_value`` of a value of another type reads as an empty array.
+    if value is None:
+        return ()
+    return tuple(
+        [
+            sys.intern(text)
+            for element in value.array_value.values
+            if (text := element.string_value) and len(text) <= 64
+        ]
+    )
+
+
+def _ints_of(value: Any) -> tuple[int, ...]:
+    if value is None:
+        return ()
+    out = []
+    for element in value.array_value.values:
+        number = element.int_value or _int(any_value(element))
+        if number is not None and number >= 0:
+            out.append(number)
+    return tuple(out)
 
 
 def logs_to_items(request: Any) -> Iterator[Item]:
@@ -362,6 +482,22 @@ def _word(value: AttrValue) -> str | None:
     """A low-cardinality string (model, trigger): one shared copy, as idle state keeps it."""
     text = _str(value)
     return sys.intern(text) if text is not None and len(text) <= 64 else text
+
+
+_MAX_WINDOWS = 1024
+_windows: dict[int, int] = {}
+
+
+def _window(window: int | None) -> int | None:
+    """A context window: few distinct values, so one shared int each (idle state keeps it)."""
+    if window is None:
+        return None
+    shared = _windows.get(window)
+    if shared is None:
+        if len(_windows) >= _MAX_WINDOWS:
+            _windows.clear()
+        shared = _windows[window] = window
+    return shared
 
 
 def _num(value: Any) -> bool:

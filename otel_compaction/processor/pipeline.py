@@ -103,8 +103,8 @@ class Pipeline:
     def submit(self, signal: Signal, request: Any, transport: str) -> int:
         """Accept one decoded request (raises ``Overloaded``); returns its item count."""
         count = item_count(signal, request)
-        items = self._extract(signal, request)
         data = request.SerializeToString() if self.enrich and self.queue is not None else b""
+        items = self._extract(signal, request, data)
         with self._lock:
             self._admit(len(items), len(data))
             if self.enrich and self.queue is not None:
@@ -115,18 +115,21 @@ class Pipeline:
             self.metrics.received(signal, transport, count)
         return count
 
-    def _extract(self, signal: Signal, request: Any) -> list[Item]:
+    def _extract(self, signal: Signal, request: Any, data: bytes = b"") -> list[Item]:
+        """The request's engine inputs; ``data`` is the request serialised, if at hand."""
+        # Only enrich mode writes back on the spans; without targets, the
+        # request can be freed while its items wait in the reorder window.
         if signal is Signal.TRACES:
             # The same reading as ``otel-compaction analyze`` on a trace file.
-            items = list(spans_to_items(request, self.settings.model_windows))
-        elif signal is Signal.LOGS:
+            windows = self.settings.model_windows
+            return list(spans_to_items(request, windows, data=data or None, targets=self.enrich))
+        if signal is Signal.LOGS:
             items = list(logs_to_items(request))
-        else:
-            return []
-        if not self.enrich:
-            for item in items:
-                item.target = None  # lets the request be freed while items wait
-        return items
+            if not self.enrich:
+                for item in items:
+                    item.target = None
+            return items
+        return []
 
     def _admit(self, items: int, size: int) -> None:
         limit = self.config.processing.max_pending_items
@@ -147,7 +150,7 @@ class Pipeline:
         entries = self.queue.raw_entries()
         for entry, data in entries:
             request = parse_protobuf(entry.signal, data)
-            items = self._extract(entry.signal, request)
+            items = self._extract(entry.signal, request, data)
             with self._lock:
                 self._track(Batch(entry.seq, entry.signal, request, entry.items, len(items)), items)
                 self.state.offer(items)

@@ -178,7 +178,8 @@ class ConversationState:
         """Feed each conversation's items to the engine in turn order; return what it took."""
         applied: list[Applied] = []
         for conversation_id, items in groups:
-            items.sort(key=Item.sort_key)
+            if len(items) > 1:
+                items.sort(key=Item.sort_key)
             analyzer = self.registry.get(conversation_id)
             for item in items:
                 result = self._apply(analyzer, item)
@@ -221,8 +222,10 @@ class ConversationState:
             analyzer.report_phase(item.phase)
         analysis = analyzer.observe_turn(item.turn)
         if item.turn_index is not None:
-            self._marks[item.conversation_id] = item.turn_index
-            self._marks.move_to_end(item.conversation_id)
+            # The analyzer's copy of the id: equal, and one string per conversation.
+            conversation_id = analyzer.conversation_id
+            self._marks[conversation_id] = item.turn_index
+            self._marks.move_to_end(conversation_id)
             if len(self._marks) > self.settings.max_conversations:
                 self._marks.popitem(last=False)
         return Applied(item, turn=analysis)

@@ -4,14 +4,18 @@
 :mod:`~otel_compaction.signals.phase_model` once per turn, and takes the
 agent's own reports (:class:`~otel_compaction.model.PhaseReport`) as the belief
 whenever they come. Per turn it costs one 4x4 matrix-vector product and a few
-vector operations.
+vector operations, done on plain floats with the tables of
+:class:`~otel_compaction.signals.phase_model.FilterTables`, shared by every
+tracker with the same settings; a tracker itself holds little more than its belief.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
+from array import array
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,14 +24,12 @@ from otel_compaction.config import Settings
 from otel_compaction.model import PhaseEstimate, PhaseReport, PhaseTransition
 from otel_compaction.semconv import PhaseSource
 from otel_compaction.signals.phase_model import (
+    FilterTables,
     FloatArray,
-    emission_matrix,
-    entropy_of_distribution,
-    filter_step,
-    flip_probability,
-    normalize,
-    transition_matrix,
-    turn_likelihood,
+    Floats,
+    argmax,
+    filter_tables,
+    normalize_floats,
 )
 from otel_compaction.signals.tools import ToolCategorizer, ToolCategory
 
@@ -54,20 +56,26 @@ def reported_distribution(report: PhaseReport, phases: Sequence[str]) -> FloatAr
     (clipped to [0, 1], NaN as 0; :data:`DEFAULT_REPORTED_CONFIDENCE` when absent) and the
     rest is spread evenly over the other phases.
     """
+    belief = reported_floats(report, phases)
+    return None if belief is None else np.array(belief, dtype=np.float64)
+
+
+def reported_floats(report: PhaseReport, phases: Sequence[str]) -> Floats | None:
+    """:func:`reported_distribution` as a tuple of floats (the tracker's form)."""
     if report.distribution:
         weights = [_finite(report.distribution.get(name, 0.0)) for name in phases]
         if sum(weights) > 0.0:
-            return normalize(weights)
+            return normalize_floats(weights)
     if report.name not in phases:
         return None
     k = len(phases)
     if k == 1:
-        return np.ones(1)
+        return (1.0,)
     conf = DEFAULT_REPORTED_CONFIDENCE if report.confidence is None else report.confidence
-    conf = 0.0 if math.isnan(conf) else min(1.0, max(0.0, conf))
-    belief = np.full(k, (1.0 - conf) / (k - 1))
-    belief[list(phases).index(report.name)] = conf
-    return belief
+    conf = 0.0 if math.isnan(conf) else float(min(1.0, max(0.0, conf)))
+    rest = (1.0 - conf) / (k - 1)
+    named = list(phases).index(report.name)
+    return tuple([conf if i == named else rest for i in range(k)])
 
 
 def _finite(value: float) -> float:
@@ -87,26 +95,27 @@ class PhaseTracker:
     Not thread-safe: one tracker belongs to one conversation.
     """
 
+    # The estimate is not kept: it is a pure function of the belief and its
+    # source, rebuilt on demand, so an idle conversation holds only the belief,
+    # as float64s (``array('d')``: 8 bytes a phase where a float object takes 24).
     __slots__ = (
         "_belief",
         "_categorize",
-        "_current",
-        "_emissions",
         "_last_name",
         "_last_transition",
         "_pending_report",
-        "_phases",
-        "_transitions",
+        "_source",
+        "_tables",
         "_turns",
     )
 
     def __init__(self, settings: Settings) -> None:
-        self._phases = tuple(settings.phases)
-        self._transitions = transition_matrix(len(self._phases), settings.phase_stickiness)
-        self._emissions = emission_matrix(self._phases)
-        self._categorize = ToolCategorizer(settings.tool_categories)
-        self._belief: FloatArray = np.full(len(self._phases), 1.0 / len(self._phases))
-        self._current = self._estimate(PhaseSource.INFERRED)
+        self._tables: FilterTables = filter_tables(
+            tuple(settings.phases), settings.phase_stickiness
+        )
+        self._categorize = shared_categorizer(tuple(settings.tool_categories.items()))
+        self._belief = array("d", self._tables.uniform)
+        self._source = PhaseSource.INFERRED
         self._pending_report = False
         self._last_name: str | None = None
         self._last_transition: PhaseTransition | None = None
@@ -115,12 +124,12 @@ class PhaseTracker:
     @property
     def phases(self) -> tuple[str, ...]:
         """The phase labels, in the order of every distribution."""
-        return self._phases
+        return self._tables.phases
 
     @property
     def current(self) -> PhaseEstimate:
         """The latest estimate, a report made after the last turn included (uniform at first)."""
-        return self._current
+        return self._estimate()
 
     @property
     def last_transition(self) -> PhaseTransition | None:
@@ -130,7 +139,7 @@ class PhaseTracker:
     @property
     def transitions(self) -> FloatArray:
         """The transition matrix A (read-only)."""
-        return self._transitions
+        return self._tables.transitions
 
     def report(self, report: PhaseReport) -> PhaseEstimate:
         """Take the agent's report as the belief; it is the next turn's estimate.
@@ -138,14 +147,14 @@ class PhaseTracker:
         A report naming no configured phase logs one warning and is ignored
         (the current estimate is returned unchanged).
         """
-        belief = reported_distribution(report, self._phases)
+        belief = reported_floats(report, self._tables.phases)
         if belief is None:
-            _warn_unknown_phase(report.name, self._phases)
-            return self._current
-        self._belief = belief
+            _warn_unknown_phase(report.name, self._tables.phases)
+            return self._estimate()
+        self._belief = array("d", belief)
         self._pending_report = True
-        self._current = self._estimate(PhaseSource.REPORTED)
-        return self._current
+        self._source = PhaseSource.REPORTED
+        return self._estimate(belief)
 
     def observe_turn(
         self,
@@ -171,25 +180,30 @@ class PhaseTracker:
         self._turns = self._turns + 1 if turn_index is None else turn_index
         if self._pending_report:
             self._pending_report = False
+            estimate = self._estimate()
         else:
-            likelihood = turn_likelihood(self._emissions, evidence)
-            self._belief = filter_step(self._belief, self._transitions, likelihood)
-            self._current = self._estimate(PhaseSource.INFERRED)
-        self._note_transition()
-        return self._current
+            tables = self._tables
+            belief = tables.step(tuple(self._belief), tables.likelihood(evidence))
+            self._belief = array("d", belief)
+            self._source = PhaseSource.INFERRED
+            estimate = self._estimate(belief)
+        self._note_transition(estimate)
+        return estimate
 
     def categories(
         self, tool_calls: Sequence[str], arguments: Sequence[str | None] | None = None
     ) -> tuple[ToolCategory, ...]:
         """The category of each call (empty for a turn without tool calls)."""
-        args = arguments or ()
+        if not arguments:
+            return tuple(map(self._categorize, tool_calls))
+        args = arguments
         return tuple(
             self._categorize(name, args[i] if i < len(args) else None)
             for i, name in enumerate(tool_calls)
         )
 
-    def _note_transition(self) -> None:
-        name = self._current.name
+    def _note_transition(self, estimate: PhaseEstimate) -> None:
+        name = estimate.name
         previous, self._last_name = self._last_name, name
         if previous is None or previous == name:
             self._last_transition = None
@@ -198,21 +212,29 @@ class PhaseTracker:
             from_phase=previous,
             to_phase=name,
             turn_index=self._turns,
-            transition_likelihood=self._current.transition_likelihood,
+            transition_likelihood=estimate.transition_likelihood,
         )
 
-    def _estimate(self, source: PhaseSource) -> PhaseEstimate:
-        p = self._belief
-        c = int(np.argmax(p))
+    def _estimate(self, belief: Floats | None = None) -> PhaseEstimate:
+        """The estimate of ``belief`` (the stored belief when omitted)."""
+        p = tuple(self._belief) if belief is None else belief
+        tables = self._tables
+        c = argmax(p)
         return PhaseEstimate(
-            name=self._phases[c],
-            confidence=float(p[c]),
-            entropy=entropy_of_distribution(p),
-            transition_likelihood=flip_probability(p, self._transitions),
-            source=source,
-            distribution=tuple(p.tolist()),
-            names=self._phases,
+            name=tables.phases[c],
+            confidence=p[c],
+            entropy=tables.entropy(p),
+            transition_likelihood=tables.flip(p, c),
+            source=self._source,
+            distribution=p,
+            names=tables.phases,
         )
+
+
+@functools.lru_cache(maxsize=16)
+def shared_categorizer(overrides: tuple[tuple[str, str], ...]) -> ToolCategorizer:
+    """One :class:`ToolCategorizer` (and name cache) per set of overrides, shared by trackers."""
+    return ToolCategorizer(dict(overrides))
 
 
 def _warn_unknown_phase(name: str, phases: Sequence[str]) -> None:

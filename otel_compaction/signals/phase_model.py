@@ -5,12 +5,19 @@ verify); observations are the :class:`~otel_compaction.signals.tools.ToolCategor
 of each turn. Everything here is a pure function of its arguments; the stateful
 filter is :class:`~otel_compaction.signals.phase.PhaseTracker`. The formulas and
 worked numbers are in ``docs/signals.md``.
+
+The matrices are numpy arrays (the public, documented form). The per-turn filter
+runs on :class:`FilterTables`, the same numbers as tuples of Python floats: for
+K = 4 a numpy call costs more than the arithmetic it does (about 1 µs each, a
+dozen per turn), while plain floats do the whole step in a few microseconds.
+Both forms give the same results to rounding (about 1e-15).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Final
@@ -205,3 +212,121 @@ def flip_probability(q: FloatArray, transitions: FloatArray) -> float:
     c = int(np.argmax(q))
     stay = float(np.dot(q, transitions[:, c]))
     return min(1.0, max(0.0, 1.0 - stay))
+
+
+Floats = tuple[float, ...]
+"""A distribution or likelihood over the phases as plain floats (the filter's hot form)."""
+
+_MAX_CACHED_EVIDENCE = 256
+
+
+class FilterTables:
+    """The transition and emission matrices as tuples of floats, for the per-turn filter.
+
+    Built once per (phases, stickiness) by :func:`filter_tables` and shared
+    read-only by every tracker with those settings. Its methods are the pure
+    functions of this module on ``Floats`` instead of arrays, with the same
+    results to rounding.
+    """
+
+    __slots__ = (
+        "_columns",
+        "_emission_columns",
+        "_evidence",
+        "_log_k",
+        "emissions",
+        "k",
+        "phases",
+        "transitions",
+        "uniform",
+    )
+
+    def __init__(self, phases: tuple[str, ...], stickiness: float) -> None:
+        self.phases = phases
+        self.transitions = transitions = transition_matrix(len(phases), stickiness)
+        self.emissions = emissions = emission_matrix(phases)
+        self.k = len(phases)
+        # Column j of A: the one-step prediction (b A)_j is sum_i b_i A[i, j].
+        self._columns: tuple[Floats, ...] = tuple(
+            tuple(float(x) for x in transitions[:, j]) for j in range(self.k)
+        )
+        self._emission_columns: dict[ToolCategory, Floats] = {
+            category: tuple(float(x) for x in emissions[:, index])
+            for category, index in _COLUMN.items()
+        }
+        self._evidence: dict[tuple[ToolCategory, ...], Floats] = {}
+        self._log_k = math.log(self.k) if self.k > 1 else 0.0
+        self.uniform: Floats = (1.0 / self.k,) * self.k
+
+    def likelihood(self, categories: Sequence[ToolCategory]) -> Floats:
+        """:func:`turn_likelihood` as floats (cached by evidence: few distinct turns recur)."""
+        key = tuple(categories)
+        found = self._evidence.get(key)
+        if found is None:
+            if len(self._evidence) >= _MAX_CACHED_EVIDENCE:
+                self._evidence.clear()
+            found = self._evidence[key] = self._mean_column(key)
+        return found
+
+    def _mean_column(self, categories: tuple[ToolCategory, ...]) -> Floats:
+        if not categories:
+            return self._emission_columns[ToolCategory.NONE]
+        if len(categories) == 1:
+            return self._emission_columns[categories[0]]
+        columns = [self._emission_columns[c] for c in categories]
+        n = len(columns)
+        out = []
+        for i in range(self.k):
+            total = 0.0
+            for column in columns:
+                total += column[i]
+            out.append(total / n)
+        return tuple(out)
+
+    def step(self, belief: Sequence[float], likelihood: Floats) -> Floats:
+        """:func:`filter_step`: ``b' ∝ (b A) ⊙ L``; the prediction when L is zero everywhere."""
+        mul = operator.mul
+        predicted = [sum(map(mul, belief, column)) for column in self._columns]
+        posterior = list(map(mul, predicted, likelihood))
+        total = sum(posterior)
+        if not total > 0.0:
+            return normalize_floats(predicted)
+        return tuple([x / total for x in posterior])
+
+    def entropy(self, q: Floats) -> float:
+        """:func:`entropy_of_distribution` of a distribution given as floats."""
+        if self.k <= 1:
+            return 0.0
+        h: float
+        if min(q) > 0.0:  # the filter's beliefs: no zero to skip
+            h = -sum(map(operator.mul, q, map(math.log, q)))
+        else:
+            h = -sum([x * math.log(x) for x in q if x > 0.0])
+        return min(1.0, max(0.0, h / self._log_k))
+
+    def flip(self, q: Floats, c: int) -> float:
+        """:func:`flip_probability` of ``q`` whose most likely phase is ``c``."""
+        stay: float = sum(map(operator.mul, q, self._columns[c]))
+        return min(1.0, max(0.0, 1.0 - stay))
+
+
+def argmax(q: Floats) -> int:
+    """The index of the largest value (the first one on ties, as ``numpy.argmax``)."""
+    return q.index(max(q))
+
+
+@functools.lru_cache(maxsize=32)
+def filter_tables(phases: tuple[str, ...], stickiness: float) -> FilterTables:
+    """The shared :class:`FilterTables` of ``phases`` with ``stickiness``."""
+    return FilterTables(phases, stickiness)
+
+
+def normalize_floats(weights: Sequence[float]) -> Floats:
+    """:func:`normalize` returning floats: NaN, infinite and negative weights count as 0."""
+    w = [float(x) if math.isfinite(x) and x > 0.0 else 0.0 for x in weights]
+    top = max(w, default=0.0)
+    if not top > 0.0:
+        return (1.0 / max(len(w), 1),) * len(w)
+    w = [x / top for x in w]  # scale first: a sum of huge weights must not overflow
+    total = sum(w)
+    return tuple([x / total for x in w])

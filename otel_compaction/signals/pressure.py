@@ -13,9 +13,10 @@ Source note 000 names both as the causes of compaction; see ``docs/signals.md``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-from collections import deque
+from array import array
 from collections.abc import Sequence
 
 from otel_compaction.config import Settings
@@ -62,37 +63,100 @@ def attention_decay(
 class PressureTracker:
     """Keeps the last K tool-output sizes of one conversation and reports its pressure.
 
+    The sizes are replaced, not appended to, when a turn brings tool output,
+    and kept as 64-bit integers (``array('q')``: 8 bytes a size where a tuple
+    of ints takes 36), or as a tuple when one does not fit; an int subclass
+    such as ``bool`` reads back as a plain ``int``. An idle conversation keeps
+    about 150 bytes here (none before its first tool output), where a
+    ``deque(maxlen=K)`` took about 760. The last pressure is kept as its
+    inputs and rebuilt when asked for (:attr:`last`), not as an object.
+
     Not thread-safe: one tracker belongs to one conversation, whose analyzer
     serialises its turns.
     """
 
-    __slots__ = ("_decay", "_k", "_sizes")
+    __slots__ = ("_context_tokens", "_kept", "_sizes", "_weights", "_window")
 
     def __init__(self, settings: Settings) -> None:
-        self._k = settings.attention_window
-        self._decay = settings.attention_decay
-        self._sizes: deque[int] = deque(maxlen=self._k)
+        # decay**j for j < K, shared; K is its length.
+        self._weights = _decay_weights(settings.attention_window, settings.attention_decay)
+        self._sizes: Sequence[int] = ()
+        self._context_tokens: int | None = None
+        self._window = 0
+        self._kept: Pressure | None = None  # the last pressure, once clear() changed the sizes
 
     def observe(
         self, context_tokens: int, window: int, tool_output_tokens: Sequence[int] = ()
     ) -> Pressure:
         """Add this turn's tool outputs (oldest first) and return the pressure after it."""
-        self._sizes.extend(tool_output_tokens)
+        new = tuple(tool_output_tokens)
+        if new:
+            k = len(self._weights)
+            sizes = (*self._sizes, *new)
+            self._sizes = _packed(sizes[len(sizes) - k :] if len(sizes) > k else sizes)
+        self._context_tokens, self._window, self._kept = context_tokens, window, None
+        return self._pressure(context_tokens, window)
+
+    @property
+    def last(self) -> Pressure | None:
+        """The pressure :meth:`observe` returned last (an equal copy); None before the first."""
+        if self._kept is not None:
+            return self._kept
+        if self._context_tokens is None:
+            return None
+        return self._pressure(self._context_tokens, self._window)
+
+    def _pressure(self, context_tokens: int, window: int) -> Pressure:
         return Pressure(
             context_tokens=context_tokens,
             window=window,
             token_fraction=token_fraction(context_tokens, window),
-            attention_decay=attention_decay(self._sizes, window, self._k, self._decay),
+            attention_decay=self._attention_decay(window),
         )
 
+    def _attention_decay(self, window: float) -> float:
+        """:func:`attention_decay` of the remembered sizes (at most K, weights precomputed)."""
+        if not self._sizes or not window > 0:
+            return 0.0
+        total = 0.0
+        # At most K sizes are kept and there are K weights; zip stops at the shorter.
+        for weight, size in zip(self._weights, reversed(self._sizes), strict=False):
+            if size > 0:
+                total += weight * size
+        return _clip01(total / window)
+
     def clear(self) -> None:
-        """Forget the remembered tool outputs (e.g. after a compaction pruned them)."""
-        self._sizes.clear()
+        """Forget the remembered tool outputs (e.g. after a compaction pruned them).
+
+        :attr:`last` still reports the pressure of the last turn, as observed.
+        """
+        if self._sizes:
+            self._kept = self.last
+        self._sizes = ()
 
     @property
     def recent_tool_outputs(self) -> tuple[int, ...]:
         """The remembered tool-output sizes, oldest first (at most K)."""
         return tuple(self._sizes)
+
+
+def _packed(sizes: tuple[int, ...]) -> Sequence[int]:
+    """``sizes`` as 64-bit integers, or as given when one is not an int that fits."""
+    try:
+        return array("q", sizes)
+    except (OverflowError, TypeError):
+        return sizes
+
+
+@functools.lru_cache(maxsize=16)
+def _decay_weights(k: int, decay: float) -> tuple[float, ...]:
+    """``decay**j`` for j < k, by repeated multiplication as :func:`attention_decay` does."""
+    weights = []
+    weight = 1.0
+    for _ in range(max(k, 0)):
+        weights.append(weight)
+        weight *= decay
+    return tuple(weights)
 
 
 def _clip01(value: float) -> float:
