@@ -262,8 +262,14 @@ def _turn_item(
     window = _window(_int_of(get(sc.CONTEXT_WINDOW)))
     if model_windows and model in model_windows:
         window = None  # the processor's own window table wins over the agent's
-    key = _str_of(get(sc.CONVERSATION_ID)) or _str_of(get(sc.GEN_AI_CONVERSATION_ID))
+    ours = _str_of(get(sc.CONVERSATION_ID))
     turn_index = _int_of(get(sc.TURN_INDEX))
+    if ours is not None and turn_index is None:
+        # Our instrumentation numbers every call it counts as a turn; a call of its
+        # conversation without a number is one it chose not to count (the summarizer
+        # inside a compaction() block), so it is not a turn here either.
+        return None
+    key = ours or _str_of(get(sc.GEN_AI_CONVERSATION_ID))
     item = _base(span, ItemKind.TURN, key, turn_index, _str_of(get(sc.GEN_AI_PROVIDER_NAME)))
     item.turn = TurnObservation(
         context_tokens=max(tokens, 0),

@@ -81,7 +81,7 @@ def test_a_compaction_span_keeps_the_agents_lineage_facts() -> None:
 
 def test_a_reported_phase_carries_its_distribution() -> None:
     """Reported phase, names and probabilities become a ``PhaseReport``; inferred ones do not."""
-    base = {sc.CONVERSATION_ID: "c", sc.CONTEXT_TOKENS: 1, sc.PHASE_NAME: "patch",
+    base = {sc.CONVERSATION_ID: "c", sc.TURN_INDEX: 1, sc.CONTEXT_TOKENS: 1, sc.PHASE_NAME: "patch",
             sc.PHASE_CONFIDENCE: 0.6, sc.PHASE_NAMES: ["patch", "verify"],
             sc.PHASE_DISTRIBUTION: [0.6, 0.4]}  # fmt: skip
     reported = span_to_item(_attrs(**base, **{sc.PHASE_SOURCE: "reported"}))
@@ -135,3 +135,25 @@ def test_other_log_records_are_ignored() -> None:
     """Log records that are not Claude Code's turn or compaction events are skipped."""
     assert list(logs_to_items(_log("claude_code.tool_result", {sc.SESSION_ID: "s"}, 1))) == []
     assert list(logs_to_items(_log("", {}, 1))) == []
+
+
+def test_an_uncounted_call_of_our_conversation_is_not_a_turn() -> None:
+    """A chat span with our conversation id but no turn index (a summarizer call) is skipped."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    from otel_compaction import semconv as sc
+    from otel_compaction.processor.extract import spans_to_items
+
+    request = ExportTraceServiceRequest()
+    spans = request.resource_spans.add().scope_spans.add().spans
+    for index in (None, 7):
+        span = spans.add(name="chat m", trace_id=b"t" * 16, span_id=bytes([index or 1]) * 8)
+        for key, value in ((sc.CONVERSATION_ID, "c"), (sc.GEN_AI_OPERATION_NAME, "chat")):
+            span.attributes.add(key=key).value.string_value = value
+        span.attributes.add(key=sc.GEN_AI_USAGE_INPUT_TOKENS).value.int_value = 1000
+        if index is not None:
+            span.attributes.add(key=sc.TURN_INDEX).value.int_value = index
+    items = list(spans_to_items(request))
+    assert [i.turn_index for i in items] == [7]
