@@ -55,12 +55,26 @@ def turn_attributes(
     ``observation`` adds the raw inputs (new content, tool calls) that let the
     processor recompute every verdict from the span alone.
     """
+    # Built in one literal (once per LLM call): the same keys, order and values as
+    # ``_pressure`` and ``_phase`` give, without their calls.
+    pressure, phase = analysis.pressure, analysis.phase
+    source = phase.source
     out: Attributes = {
         sc.CONVERSATION_ID: analysis.conversation_id,
         sc.TURN_INDEX: analysis.turn_index,
+        sc.CONTEXT_TOKENS: int(pressure.context_tokens),
+        sc.CONTEXT_WINDOW: int(pressure.window),
+        sc.PRESSURE_TOKEN_FRACTION: round(float(pressure.token_fraction), 4),
+        sc.PRESSURE_ATTENTION_DECAY: round(float(pressure.attention_decay), 4),
+        sc.PHASE_NAME: phase.name,
+        sc.PHASE_CONFIDENCE: round(float(phase.confidence), 4),
+        sc.PHASE_ENTROPY: round(float(phase.entropy), 4),
+        sc.PHASE_TRANSITION_LIKELIHOOD: round(float(phase.transition_likelihood), 4),
+        sc.PHASE_SOURCE: _SOURCE_VALUES.get(source) or source.value,
     }
-    _pressure(analysis.pressure, out)
-    _phase(analysis.phase, out)
+    if source is PhaseSource.REPORTED and phase.names:
+        out[sc.PHASE_NAMES] = list(phase.names)
+        out[sc.PHASE_DISTRIBUTION] = [_r(p) for p in phase.distribution]
     if analysis.compacted:
         # The conventions say: set it true on the first span after a compaction, never false.
         out[sc.GEN_AI_CONVERSATION_COMPACTED] = True
@@ -73,6 +87,10 @@ def turn_attributes(
         if observation.tool_output_tokens:
             out[sc.TOOL_OUTPUT_TOKENS] = [int(n) for n in observation.tool_output_tokens]
     return out
+
+
+# ``Enum.value`` is a descriptor call; the values of the few sources, looked up instead.
+_SOURCE_VALUES = {source: source.value for source in PhaseSource}
 
 
 def transition_event_attributes(transition: PhaseTransition) -> Attributes:

@@ -59,6 +59,7 @@ class CompactionMetrics:
     """
 
     __slots__ = (
+        "_call_attributes",
         "_compactions",
         "_errors",
         "_findings",
@@ -70,6 +71,7 @@ class CompactionMetrics:
         "_token_fraction",
         "_transitions",
         "_trigger_fraction",
+        "_turn_attributes",
         "duration",
         "token_usage",
     )
@@ -98,6 +100,10 @@ class CompactionMetrics:
             for spec, fn in ((sc.METRIC_LIVELOCKED, livelocked), (sc.METRIC_ACTIVE, active))
             if fn is not None
         ]
+        # Metric attribute sets built once and reused: the SDK copies what it is given, so a
+        # shared dict is never changed, and a call then allocates no attribute dict of its own.
+        self._turn_attributes: dict[str | None, dict[str, str]] = {}
+        self._call_attributes: dict[tuple[str, str, str | None], _CallAttributes] = {}
         self._prime()
 
     def _prime(self) -> None:
@@ -113,8 +119,41 @@ class CompactionMetrics:
 
     def record_turn(self, analysis: TurnAnalysis, provider: str | None = None) -> None:
         """Record the token fraction of one inference call."""
-        attrs = {sc.GEN_AI_PROVIDER_NAME: provider} if provider else {}
+        attrs = self._turn_attributes.get(provider)
+        if attrs is None:
+            attrs = {sc.GEN_AI_PROVIDER_NAME: provider} if provider else {}
+            _remember(self._turn_attributes, provider, attrs)
         self._token_fraction.record(analysis.pressure.token_fraction, attrs)
+
+    def record_call(
+        self,
+        seconds: float,
+        input_tokens: int | None,
+        output_tokens: int | None,
+        *,
+        operation: str,
+        provider: str,
+        model: str | None,
+        error_type: str | None = None,
+    ) -> None:
+        """Record ``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage``.
+
+        Attributes are the GenAI conventions': operation, provider, requested model (when
+        known), ``error.type`` on the duration of a failed call, the token type on usage.
+        """
+        key = (operation, provider, model)
+        attrs = self._call_attributes.get(key)
+        if attrs is None:
+            attrs = _CallAttributes.of(operation, provider, model)
+            _remember(self._call_attributes, key, attrs)
+        duration = attrs.duration
+        if error_type is not None:
+            duration = {**duration, sc.ERROR_TYPE: error_type}
+        self.duration.record(seconds, duration)
+        if input_tokens is not None:
+            self.token_usage.record(input_tokens, attrs.input)
+        if output_tokens is not None:
+            self.token_usage.record(output_tokens, attrs.output)
 
     def record_transition(self, transition: PhaseTransition, source: str) -> None:
         """Count one change of phase."""
@@ -149,3 +188,37 @@ class CompactionMetrics:
     def record_error(self, stage: str) -> None:
         """Count an internal error that was caught and swallowed at ``stage``."""
         self._errors.add(1, {sc.ERROR_STAGE: stage})
+
+
+_MAX_ATTRIBUTE_SETS = 256
+"""Cached attribute sets per kind (models are few; beyond this, sets are built per call)."""
+
+
+def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(cache) < _MAX_ATTRIBUTE_SETS:
+        cache[key] = value
+
+
+class _CallAttributes:
+    """The attribute sets of one (operation, provider, model): duration, input, output."""
+
+    __slots__ = ("duration", "input", "output")
+
+    def __init__(
+        self, duration: dict[str, str], input_: dict[str, str], output: dict[str, str]
+    ) -> None:
+        self.duration = duration
+        self.input = input_
+        self.output = output
+
+    @classmethod
+    def of(cls, operation: str, provider: str, model: str | None) -> _CallAttributes:
+        """Build the three sets."""
+        base = {sc.GEN_AI_OPERATION_NAME: operation, sc.GEN_AI_PROVIDER_NAME: provider}
+        if model:
+            base[sc.GEN_AI_REQUEST_MODEL] = model
+        return cls(
+            base,
+            {**base, sc.GEN_AI_TOKEN_TYPE: sc.TOKEN_TYPE_INPUT},
+            {**base, sc.GEN_AI_TOKEN_TYPE: sc.TOKEN_TYPE_OUTPUT},
+        )

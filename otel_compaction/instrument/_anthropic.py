@@ -36,6 +36,10 @@ def _client_conversation_id(instance: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def _is_mapping(value: Any) -> bool:
+    return value is not None and isinstance(value, Mapping)
+
+
 class AnthropicMessages:
     """``messages.create`` / ``messages.stream``, plain and beta, sync and async."""
 
@@ -63,7 +67,7 @@ class AnthropicMessages:
             messages=messages if isinstance(messages, list | tuple) else None,
             stream=kwargs.get("stream") is True,
             conversation_hint=_client_conversation_id(instance),
-            compaction_call=isinstance(kwargs.get("compaction"), Mapping),
+            compaction_call=_is_mapping(kwargs.get("compaction")),
         )
 
     def response(self, result: Any, request: RequestInfo) -> ResponseInfo:
@@ -88,8 +92,10 @@ def _read_usage(info: ResponseInfo, usage: Any) -> None:
     """Merge ``usage`` into ``info`` (a ``message_delta`` may omit what ``message_start`` said)."""
     if usage is None:
         return
-    uncached, write, read = (int_or_none(field_of(usage, name)) for name in _INPUT_PARTS)
-    if (uncached, write, read) != (None, None, None):
+    uncached = int_or_none(field_of(usage, "input_tokens"))
+    write = int_or_none(field_of(usage, "cache_creation_input_tokens"))
+    read = int_or_none(field_of(usage, "cache_read_input_tokens"))
+    if uncached is not None or write is not None or read is not None:
         if uncached is None and info.input_tokens is not None:
             uncached = (
                 info.input_tokens - (info.cache_write_tokens or 0) - (info.cache_read_tokens or 0)
@@ -103,9 +109,6 @@ def _read_usage(info: ResponseInfo, usage: Any) -> None:
     details = field_of(usage, "output_tokens_details")
     if (thinking := int_or_none(field_of(details, "thinking_tokens"))) is not None:
         info.reasoning_tokens = thinking
-
-
-_INPUT_PARTS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
 def _read_block(info: ResponseInfo, block: Any, request: RequestInfo) -> None:
@@ -135,6 +138,8 @@ def _compaction(content: Any, request: RequestInfo) -> ServerCompaction:
 
 def _read_edits(info: ResponseInfo, management: Any) -> None:
     """Applied context edits, all of one response recorded as one ``prune``."""
+    if management is None:
+        return
     edits = list(field_of(management, "applied_edits") or ())
     if not edits:
         return
@@ -157,13 +162,17 @@ def _read_edits(info: ResponseInfo, management: Any) -> None:
     )
 
 
+# What ``json.dumps(value, default=str)`` builds on every call, built once.
+_ENCODER = json.JSONEncoder(default=str)
+
+
 def _json(value: Any) -> str | None:
     if value is None:
         return None
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(plain(value), default=str)
+        return _ENCODER.encode(plain(value))
     except (TypeError, ValueError):
         return None
 

@@ -19,14 +19,42 @@ from otel_compaction.semconv import CompactionMode
 
 def field_of(value: Any, name: str) -> Any:
     """``value.name`` or ``value[name]``: SDK objects and plain dicts alike (None if absent)."""
-    if isinstance(value, Mapping):
+    if value is None:
+        return None
+    kind = type(value)
+    mapping = _IS_MAPPING.get(kind)
+    if mapping is None:
+        mapping = isinstance(value, Mapping)
+        if len(_IS_MAPPING) < _MAX_KINDS:
+            _IS_MAPPING[kind] = mapping
+    if mapping:
         return value.get(name)
     return getattr(value, name, None)
 
 
+# Whether a type is a Mapping, by type: the ABC check costs more than the read itself, and a
+# response is read field by field (some twenty reads per call on the same few SDK classes).
+_IS_MAPPING: dict[type, bool] = {dict: True}
+_MAX_KINDS = 512
+
+
 def server_attributes(instance: Any) -> dict[str, AttributeValue]:
-    """``server.address`` / ``server.port`` of the SDK resource's client base URL."""
+    """``server.address`` / ``server.port`` of the SDK resource's client base URL.
+
+    The returned dict may be shared between calls: copy it before changing it.
+    """
     url = getattr(getattr(instance, "_client", None), "base_url", None)
+    cached = _SERVERS.get(id(url))
+    if cached is not None and cached[0] is url:
+        return cached[1]
+    attributes = _server_attributes(url)
+    if url is not None and len(_SERVERS) < _MAX_SERVERS:
+        # Held with the URL itself, so the id cannot be reused while the entry lives.
+        _SERVERS[id(url)] = (url, attributes)
+    return attributes
+
+
+def _server_attributes(url: Any) -> dict[str, AttributeValue]:
     host = getattr(url, "host", None)
     if not isinstance(host, str) or not host:
         return {}
@@ -34,8 +62,16 @@ def server_attributes(instance: Any) -> dict[str, AttributeValue]:
     return {sc.SERVER_ADDRESS: host, sc.SERVER_PORT: int(port)}
 
 
+# The attributes of each client base URL seen (a client's URL object is set once, at
+# construction or by its setter), so the URL is not parsed again on every call.
+_SERVERS: dict[int, tuple[Any, dict[str, AttributeValue]]] = {}
+_MAX_SERVERS = 64
+
+
 def int_or_none(value: Any) -> int | None:
     """``value`` if it is an int (not a bool), else None."""
+    if type(value) is int:
+        return value
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -57,6 +93,8 @@ class RequestInfo:
         previous_response_id: OpenAI chaining to an earlier response.
         compaction_call: the call only compacts (``responses.compact``,
             Anthropic ``compaction=``): not a turn of the agent.
+        chains_responses: a later call can continue this one by its response id
+            (OpenAI Responses ``previous_response_id``), so the id is remembered.
     """
 
     provider: str
@@ -70,6 +108,7 @@ class RequestInfo:
     conversation_hint: str | None = None
     previous_response_id: str | None = None
     compaction_call: bool = False
+    chains_responses: bool = False
 
 
 @dataclass(slots=True)

@@ -85,22 +85,28 @@ class InferenceCall:
 
     def enter(self) -> tuple[object | None, object | None]:
         """Make the span current for the SDK call itself (and mark the call running)."""
+        # Guarded with try/except rather than ``guard.stage`` blocks (the same guard): they
+        # cost nothing when nothing fails, on every LLM call.
         token: object | None = None
         call_token: object | None = None
-        with self.runtime.guard.stage("context"):
+        try:
             call_token = scope.enter_call()
             if self.owns_span:
                 token = otel_context.attach(trace.set_span_in_context(self.span))
+        except Exception:  # noqa: BLE001 - never break the host: logged once, counted
+            self.runtime.guard.failed("context")
         return token, call_token
 
     def leave(self, tokens: tuple[object | None, object | None]) -> None:
         """Undo :meth:`enter` (in the same frame, never across a yield)."""
         token, call_token = tokens
-        with self.runtime.guard.stage("context"):
+        try:
             if call_token is not None:
                 scope.exit_call(call_token)  # type: ignore[arg-type]
             if token is not None:
                 otel_context.detach(token)  # type: ignore[arg-type]
+        except Exception:  # noqa: BLE001 - never break the host: logged once, counted
+            self.runtime.guard.failed("context")
 
     # ------------------------------------------------------------ finish
 
@@ -112,19 +118,35 @@ class InferenceCall:
             self._ended = True
         guard = self.runtime.guard
         try:
-            analyzer = None
-            with guard.stage("analysis"):
+            analyzer = turn = None
+            try:
                 analyzer = self._analyzer()
-            if analyzer is not None:
+            except Exception:  # noqa: BLE001 - never break the host: logged once, counted
+                guard.failed("analysis")
+            if analyzer is not None and self._reveals_compactions(response):
                 observe_compactions(self, analyzer, response)
-            turn = None
-            with guard.stage("analysis"):
+            try:
                 turn = self._turn(analyzer, response, error)
-            with guard.stage("response"):
+            except Exception:  # noqa: BLE001 - never break the host: logged once, counted
+                guard.failed("analysis")
+            try:
                 self._record(response, error, turn)
+            except Exception:  # noqa: BLE001 - never break the host: logged once, counted
+                guard.failed("response")
         finally:
-            with guard.stage("response"):
+            try:
                 self._end(error)
+            except Exception:  # noqa: BLE001 - never break the host: logged once, counted
+                guard.failed("response")
+
+    def _reveals_compactions(self, response: ResponseInfo | None) -> bool:
+        """Whether ``observe_compactions`` has anything to look at (most calls: no)."""
+        placement = self.placement
+        return bool(
+            self.pending
+            or (placement is not None and placement.rewrite is not None)
+            or (response is not None and response.compactions)
+        )
 
     def _analyzer(self) -> ConversationAnalyzer | None:
         if self.conversation is None:
@@ -160,8 +182,8 @@ class InferenceCall:
         observation = TurnObservation(
             context_tokens=context,
             model=self.request.model or (response.model if response else None),
-            new_content_tokens=tokens(sum(f.content_chars for f in new)),
-            tool_output_tokens=tuple(tokens(c) for f in new for c in f.tool_results),
+            new_content_tokens=tokens(sum([f.content_chars for f in new])),
+            tool_output_tokens=tuple([tokens(c) for f in new for c in f.tool_results]),
             tool_calls=tuple(response.tool_calls) if response else (),
             tool_arguments=tuple(response.tool_arguments) if response else (),
         )
@@ -179,9 +201,11 @@ class InferenceCall:
         turn: tuple[TurnAnalysis, TurnObservation] | None,
     ) -> None:
         span, metrics = self.span, self.runtime.metrics
+        # Everything set after the response goes to the span in one call (one clean, one lock).
+        attributes: dict[str, Any] = {}
         if turn is not None:
             analysis, observation = turn
-            span.set_attributes(turn_attributes(analysis, observation))
+            attributes = turn_attributes(analysis, observation)
             metrics.record_turn(analysis, self.request.provider)
             if analysis.transition is not None:
                 span.add_event(
@@ -190,13 +214,15 @@ class InferenceCall:
                 metrics.record_transition(analysis.transition, analysis.phase.source.value)
         if response is not None:
             self._remember(response)
-        if not self.owns_span:
-            return  # the other instrumentation owns the GenAI attributes and metrics
-        if response is not None:
-            span.set_attributes(response_attributes(response))
+        if self.owns_span and response is not None:
+            # the other instrumentation, when it owns the span, owns the GenAI attributes
+            attributes.update(response_attributes(response))
             if self.runtime.settings.capture_content:
-                span.set_attributes(self._content(response))
-        self._usage_metrics(response, error)
+                attributes.update(self._content(response))
+        if attributes:
+            span.set_attributes(attributes)
+        if self.owns_span:
+            self._usage_metrics(response, error)
 
     def _content(self, response: ResponseInfo) -> dict[str, Any]:
         new = self.placement.new_facts if self.placement is not None else ()
@@ -211,29 +237,22 @@ class InferenceCall:
         )
 
     def _usage_metrics(self, response: ResponseInfo | None, error: BaseException | None) -> None:
-        base: dict[str, Any] = {
-            sc.GEN_AI_OPERATION_NAME: self.request.operation,
-            sc.GEN_AI_PROVIDER_NAME: self.request.provider,
-        }
-        if self.request.model:
-            base[sc.GEN_AI_REQUEST_MODEL] = self.request.model
-        metrics = self.runtime.metrics
-        duration = dict(base)
-        if error is not None:
-            duration[sc.ERROR_TYPE] = type(error).__name__
-        metrics.duration.record(time.monotonic() - self.started, duration)
-        if response is None:
-            return
-        for kind, value in ((sc.TOKEN_TYPE_INPUT, response.input_tokens),
-                            (sc.TOKEN_TYPE_OUTPUT, response.output_tokens)):  # fmt: skip
-            if value is not None:
-                metrics.token_usage.record(value, {**base, sc.GEN_AI_TOKEN_TYPE: kind})
+        request = self.request
+        self.runtime.metrics.record_call(
+            time.monotonic() - self.started,
+            response.input_tokens if response is not None else None,
+            response.output_tokens if response is not None else None,
+            operation=request.operation,
+            provider=request.provider,
+            model=request.model or None,
+            error_type=type(error).__name__ if error is not None else None,
+        )
 
     def _remember(self, response: ResponseInfo) -> None:
         conversation = self.conversation
         if conversation is None:
             return
-        if response.response_id:
+        if response.response_id and self.request.chains_responses:
             self.runtime.response_conversations.put(
                 response.response_id, (conversation.id, conversation.given)
             )

@@ -25,6 +25,7 @@ idle expiry).
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import threading
 import time
@@ -131,6 +132,9 @@ class HistoryTracker:
         default_factory=OrderedDict, init=False
     )
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _oldest_used: float = field(default=-math.inf, init=False)
+    """A lower bound of the oldest history's ``last_used`` (histories are kept in the
+    order of use, so it only grows): ``_expire`` has nothing to do while it is recent."""
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -343,12 +347,16 @@ class HistoryTracker:
         )
 
     def _index_tail(self, history: _History) -> None:
-        for key in history.tail_keys:
-            if self._by_tail.get(key) == history.conversation_id:
-                del self._by_tail[key]
-        history.tail_keys = tuple(f.key for f in history.facts[-TAIL_KEYS:])
-        for key in history.tail_keys:
-            self._by_tail[key] = history.conversation_id
+        old = history.tail_keys
+        new = tuple([f.key for f in history.facts[-TAIL_KEYS:]])
+        history.tail_keys = new
+        cid, by_tail = history.conversation_id, self._by_tail
+        for key in old:
+            # A key still in the tail is set again below: only the ones that left are dropped.
+            if key not in new and by_tail.get(key) == cid:
+                del by_tail[key]
+        for key in new:
+            by_tail[key] = cid
 
     def _drop(self, cid: str) -> None:
         history = self._by_id.pop(cid, None)
@@ -366,11 +374,15 @@ class HistoryTracker:
 
     def _expire(self) -> None:
         limit = self.clock() - self.idle_seconds
+        if self._oldest_used >= limit:
+            return  # nothing can be idle yet: the oldest history was used after the limit
         while self._by_id:
             cid, oldest = next(iter(self._by_id.items()))
             if oldest.last_used >= limit:
+                self._oldest_used = oldest.last_used
                 return
             self._drop(cid)
+        self._oldest_used = -math.inf
 
 
 def _common(old: Sequence[MessageFacts], new: Sequence[MessageFacts]) -> int:

@@ -13,7 +13,7 @@ fields, and per process only, which is all conversation inference needs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +53,8 @@ class MessageFacts:
 
 def plain(value: Any) -> Any:
     """``value`` with pydantic models turned into dicts (``None`` fields dropped)."""
+    if type(value) is dict:  # the common case, without the attribute lookup
+        return value
     dump = getattr(value, "model_dump", None)
     if dump is not None and not isinstance(value, Mapping):
         try:
@@ -65,6 +67,20 @@ def plain(value: Any) -> Any:
 
 def fingerprint(value: Any, depth: int = 0) -> tuple[int, int]:
     """``(hash, characters)`` of a JSON-like value, pydantic models included."""
+    kind = type(value)
+    if kind is str:
+        return hash(value), len(value)
+    if depth <= _MAX_DEPTH:
+        # Exact built-in containers skip the generic dispatch below (same result, per call
+        # on the two new messages of every request).
+        if kind is dict:
+            return _mapping(value, depth)
+        if kind is list or kind is tuple:
+            return _sequence(value, depth)
+    return _fingerprint_any(value, depth)
+
+
+def _fingerprint_any(value: Any, depth: int) -> tuple[int, int]:
     if isinstance(value, str):
         return hash(value), len(value)
     if value is None or isinstance(value, bool | int | float):
@@ -75,24 +91,41 @@ def fingerprint(value: Any, depth: int = 0) -> tuple[int, int]:
     if isinstance(value, str):
         return hash(value), len(value)
     if isinstance(value, Mapping):
-        items = []
-        chars = 0
-        for key, item in value.items():
-            if item is None:
-                continue
-            digest, size = fingerprint(item, depth + 1)
-            items.append((key, digest))
-            chars += size
-        return hash(frozenset(items)), chars
+        return _mapping(value, depth)
     if isinstance(value, list | tuple):
-        digests = []
-        chars = 0
-        for item in value:
-            digest, size = fingerprint(item, depth + 1)
-            digests.append(digest)
-            chars += size
-        return hash(tuple(digests)), chars
+        return _sequence(value, depth)
     return hash(repr(value)), 0
+
+
+def _mapping(value: Mapping[Any, Any], depth: int) -> tuple[int, int]:
+    """Order-independent: the frozenset of ``(key, digest)`` of the non-None items."""
+    items = []
+    chars = 0
+    for key, item in value.items():
+        if item is None:
+            continue
+        if type(item) is str:
+            items.append((key, hash(item)))
+            chars += len(item)
+            continue
+        digest, size = fingerprint(item, depth + 1)
+        items.append((key, digest))
+        chars += size
+    return hash(frozenset(items)), chars
+
+
+def _sequence(value: Sequence[Any], depth: int) -> tuple[int, int]:
+    digests = []
+    chars = 0
+    for item in value:
+        if type(item) is str:
+            digests.append(hash(item))
+            chars += len(item)
+            continue
+        digest, size = fingerprint(item, depth + 1)
+        digests.append(digest)
+        chars += size
+    return hash(tuple(digests)), chars
 
 
 def text_of(value: Any, depth: int = 0) -> str:
@@ -149,7 +182,7 @@ def describe(message: Any) -> MessageFacts:
     if role in _SUMMARY_TYPES:
         summary = _summary_of(message)
     for part in _parts(message):
-        if not isinstance(part, Mapping):
+        if type(part) is not dict and not isinstance(part, Mapping):
             continue
         kind = part.get("type")
         if kind in _TOOL_RESULT_TYPES:

@@ -214,6 +214,7 @@ class OpenAIResponses:
             conversation_hint=conversation,
             previous_response_id=previous if isinstance(previous, str) else None,
             compaction_call=self.compaction_call,
+            chains_responses=True,
         )
 
     def response(self, result: Any, request: RequestInfo) -> ResponseInfo:

@@ -71,15 +71,18 @@ def start_inference_span(
 def response_attributes(response: ResponseInfo) -> dict[str, AttributeValue]:
     """``gen_ai.response.*`` and ``gen_ai.usage.*`` of a response."""
     out: dict[str, AttributeValue] = {}
-    values: dict[str, AttributeValue | None] = {
-        sc.GEN_AI_RESPONSE_ID: response.response_id,
-        sc.GEN_AI_RESPONSE_MODEL: response.model,
-        sc.GEN_AI_USAGE_INPUT_TOKENS: response.input_tokens,
-        sc.GEN_AI_USAGE_OUTPUT_TOKENS: response.output_tokens,
-        sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: response.cache_read_tokens,
-        sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: response.cache_write_tokens,
-    }
-    out.update({k: v for k, v in values.items() if v is not None})
+    if response.response_id is not None:
+        out[sc.GEN_AI_RESPONSE_ID] = response.response_id
+    if response.model is not None:
+        out[sc.GEN_AI_RESPONSE_MODEL] = response.model
+    if response.input_tokens is not None:
+        out[sc.GEN_AI_USAGE_INPUT_TOKENS] = response.input_tokens
+    if response.output_tokens is not None:
+        out[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = response.output_tokens
+    if response.cache_read_tokens is not None:
+        out[sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = response.cache_read_tokens
+    if response.cache_write_tokens is not None:
+        out[sc.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS] = response.cache_write_tokens
     if response.finish_reasons:
         out[sc.GEN_AI_RESPONSE_FINISH_REASONS] = list(response.finish_reasons)
     return out

@@ -75,7 +75,7 @@ def skip() -> bool:
 
 def complete(call: InferenceCall, api: ProviderApi, result: Any, raw: str | None) -> Any:
     """The caller's result: a stream wrapped in a proxy, anything else as is (call finished)."""
-    with call.runtime.guard.stage("response"):
+    try:
         if call.request.stream and raw is None:
             state = StreamState(call, api)
             if hasattr(result, "__aiter__"):
@@ -84,6 +84,8 @@ def complete(call: InferenceCall, api: ProviderApi, result: Any, raw: str | None
         body = _body(result, raw, bool(call.request.stream))
         call.finish(None if body is None else api.response(body, call.request))
         return result
+    except Exception:  # noqa: BLE001 - never break the host: logged once, counted
+        call.runtime.guard.failed("response")
     call.finish(None)  # reading the response failed: end the span with what is known
     return result
 
