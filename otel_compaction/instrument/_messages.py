@@ -101,6 +101,7 @@ def _mapping(value: Mapping[Any, Any], depth: int) -> tuple[int, int]:
     """Order-independent: the frozenset of ``(key, digest)`` of the non-None items."""
     items = []
     chars = 0
+    depth += 1
     for key, item in value.items():
         if item is None:
             continue
@@ -108,7 +109,7 @@ def _mapping(value: Mapping[Any, Any], depth: int) -> tuple[int, int]:
             items.append((key, hash(item)))
             chars += len(item)
             continue
-        digest, size = fingerprint(item, depth + 1)
+        digest, size = _item(item, depth)
         items.append((key, digest))
         chars += size
     return hash(frozenset(items)), chars
@@ -117,15 +118,29 @@ def _mapping(value: Mapping[Any, Any], depth: int) -> tuple[int, int]:
 def _sequence(value: Sequence[Any], depth: int) -> tuple[int, int]:
     digests = []
     chars = 0
+    depth += 1
     for item in value:
         if type(item) is str:
             digests.append(hash(item))
             chars += len(item)
             continue
-        digest, size = fingerprint(item, depth + 1)
+        digest, size = _item(item, depth)
         digests.append(digest)
         chars += size
     return hash(tuple(digests)), chars
+
+
+def _item(item: Any, depth: int) -> tuple[int, int]:
+    """:func:`fingerprint` of a member (not a str) at ``depth``, common kinds first."""
+    kind = type(item)
+    if depth <= _MAX_DEPTH:
+        if kind is dict:
+            return _mapping(item, depth)
+        if kind is list:
+            return _sequence(item, depth)
+    if kind is int or kind is float or kind is bool:
+        return hash(item), 0
+    return fingerprint(item, depth)
 
 
 def text_of(value: Any, depth: int = 0) -> str:

@@ -162,8 +162,10 @@ def enter_call() -> contextvars.Token[bool]:
 
 def exit_call(token: contextvars.Token[bool]) -> None:
     """Unmark (harmless in another context)."""
-    with contextlib.suppress(ValueError):
+    try:  # noqa: SIM105 - not contextlib.suppress: this runs on every LLM call
         _IN_CALL.reset(token)
+    except ValueError:
+        pass
 
 
 def given_conversation(argument: str | None = None) -> ConversationRef | None:

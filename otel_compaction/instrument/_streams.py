@@ -85,9 +85,10 @@ class StreamProxy(wrapt.ObjectProxy[Any]):
 
     def __iter__(self) -> Any:
         state = self._self_state
+        on_event = state.on_event
         try:
             for event in self.__wrapped__:
-                state.on_event(event)
+                on_event(event)
                 yield event
         except GeneratorExit:
             raise  # a `break`: the stream may still be read or closed later
@@ -137,9 +138,10 @@ class AsyncStreamProxy(wrapt.ObjectProxy[Any]):
 
     async def __aiter__(self) -> Any:
         state = self._self_state
+        on_event = state.on_event
         try:
             async for event in self.__wrapped__:
-                state.on_event(event)
+                on_event(event)
                 yield event
         except GeneratorExit:
             raise
