@@ -125,8 +125,7 @@ def categorize_tool(
         forced = _override(name, overrides)
         if forced is not None:
             return forced
-    key = name.strip().lower()
-    short = re.split(r"__|\.|/", key)[-1] if key not in SHELL_TOOLS else key
+    key, short = _name_keys(name)
     if arguments is not None:
         if key in SHELL_TOOLS or short in SHELL_TOOLS:
             return categorize_command(_command_text(arguments))
@@ -163,6 +162,21 @@ def _override(name: str, overrides: Mapping[str, str]) -> ToolCategory | None:
         lowered = name.strip().lower()
         raw = next((v for k, v in overrides.items() if k.strip().lower() == lowered), None)
     return None if raw is None else parse_category(raw)
+
+
+def _name_keys(name: str) -> tuple[str, str]:
+    """The lower-cased name, and its last namespace part (``mcp__fs__read_file``: ``read_file``)."""
+    key = name.strip().lower()
+    return key, re.split(r"__|\.|/", key)[-1] if key not in SHELL_TOOLS else key
+
+
+def reads_arguments(name: str, overrides: Mapping[str, str] | None = None) -> bool:
+    """Whether :func:`categorize_tool` looks at the arguments of ``name`` (shell and editor
+    tools without an override); for any other name the arguments change nothing."""
+    if overrides and _override(name, overrides) is not None:
+        return False
+    key, short = _name_keys(name)
+    return key in SHELL_TOOLS or short in SHELL_TOOLS or short in EDITOR_TOOLS
 
 
 def _by_name(name: str, key: str, short: str) -> ToolCategory:
@@ -237,13 +251,18 @@ class ToolCategorizer:
     """:func:`categorize_tool` with the overrides of ``Settings.tool_categories``.
 
     The overrides are validated on construction (an unknown category is ignored,
-    with one warning per process), and name-only results are cached (bounded),
-    because this runs for every tool call of every turn.
+    with one warning per process), and results are cached (bounded), because this
+    runs for every tool call of every turn: by name, since most tools' arguments
+    change nothing, and by name and arguments for short arguments of the shell and
+    editor tools (an agent repeats its commands).
     """
 
-    __slots__ = ("_cache", "_overrides")
+    __slots__ = ("_by_arguments", "_cache", "_overrides")
 
     MAX_CACHED = 1024
+    MAX_CACHED_ARGUMENTS = 256
+    MAX_ARGUMENT_CHARS = 1024
+    """Longer arguments (file contents, long scripts) are categorised again each time."""
 
     def __init__(self, overrides: Mapping[str, str] | None = None) -> None:
         self._overrides: dict[str, str] = {}
@@ -252,17 +271,29 @@ class ToolCategorizer:
                 _warn_bad_override(tool, value)
                 continue
             self._overrides[tool] = value
-        self._cache: dict[str, ToolCategory] = {}
+        # name -> (its category without arguments, whether arguments can change it)
+        self._cache: dict[str, tuple[ToolCategory, bool]] = {}
+        self._by_arguments: dict[tuple[str, str], ToolCategory] = {}
 
     def __call__(self, name: str, arguments: str | None = None) -> ToolCategory:
         """The category of one call of ``name`` with ``arguments``."""
-        if arguments is not None:
-            return categorize_tool(name, arguments, self._overrides)
-        found = self._cache.get(name)
-        if found is None:
+        entry = self._cache.get(name)
+        if entry is None:
             if len(self._cache) >= self.MAX_CACHED:
                 self._cache.clear()
-            found = self._cache[name] = categorize_tool(name, None, self._overrides)
+            overrides = self._overrides
+            entry = (categorize_tool(name, None, overrides), reads_arguments(name, overrides))
+            self._cache[name] = entry
+        if arguments is None or not entry[1]:
+            return entry[0]
+        if len(arguments) > self.MAX_ARGUMENT_CHARS:
+            return categorize_tool(name, arguments, self._overrides)
+        key = (name, arguments)
+        found = self._by_arguments.get(key)
+        if found is None:
+            if len(self._by_arguments) >= self.MAX_CACHED_ARGUMENTS:
+                self._by_arguments.clear()
+            found = self._by_arguments[key] = categorize_tool(name, arguments, self._overrides)
         return found
 
 

@@ -139,3 +139,38 @@ def test_categorizer_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_default_table_uses_lower_case_names() -> None:
     """Every key of the default table is lower case, so lookups can lower-case the name."""
     assert all(name == name.lower() for name in DEFAULT_TOOL_CATEGORIES)
+
+
+_CALLS = [
+    ("read_file", '{"path": "a.py"}'),
+    ("bash", '{"command": "pytest -q"}'),
+    ("bash", '{"command": "cat a.py"}'),
+    ("Bash", '{"command": "sed -i s/a/b/ x.py"}'),
+    ("bash", None),
+    ("mcp__shell__exec_command", '{"cmd": "go test ./..."}'),
+    ("str_replace_based_edit_tool", '{"command": "view", "path": "a"}'),
+    ("str_replace_based_edit_tool", '{"command": "str_replace", "path": "a"}'),
+    ("deploy", '{"command": "pytest"}'),
+    ("shell", "x" * 5000 + " pytest"),
+    ("search_code", "{not json"),
+]
+
+
+@pytest.mark.parametrize("overrides", [{}, {"bash": "read", "Deploy": "test"}])
+def test_categorizer_matches_categorize_tool(overrides: dict[str, str]) -> None:
+    """The cached categorizer answers what categorize_tool answers, first call and repeats."""
+    categorize = ToolCategorizer(overrides)
+    for _ in range(2):
+        for name, arguments in _CALLS:
+            assert categorize(name, arguments) is categorize_tool(name, arguments, overrides)
+
+
+def test_categorizer_argument_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands are cached up to MAX_CACHED_ARGUMENTS, long ones never."""
+    monkeypatch.setattr(ToolCategorizer, "MAX_CACHED_ARGUMENTS", 3)
+    categorize = ToolCategorizer()
+    for i in range(10):
+        assert categorize("bash", json.dumps({"command": f"pytest -k t{i}"})) is T
+    assert categorize("bash", json.dumps({"command": "ls " + "x" * 2000})) is R
+    assert len(categorize._by_arguments) <= 3
+    assert all(len(arguments) <= 1024 for _, arguments in categorize._by_arguments)
