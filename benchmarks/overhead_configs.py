@@ -82,6 +82,13 @@ CONFIGS: tuple[Config, ...] = (
         instrumentors={"anthropic": "otel_compaction.instrument:CompactionInstrumentor"},
         note="what a default user gets: ours suppresses the client's span for calls it wraps",
     ),
+    Config(
+        "telemetry_floor",
+        "(f) ours' telemetry alone",
+        providers=("anthropic",),
+        instrumentors={"anthropic": "overhead_floor:TelemetryFloorInstrumentor"},
+        note="ours' span and four histogram records with no analysis (overhead_floor.py)",
+    ),
 )
 
 BY_KEY = {c.key: c for c in CONFIGS}

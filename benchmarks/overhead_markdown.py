@@ -105,7 +105,7 @@ def _bytes(size: int) -> str:
     return f"{size / 1e3:.1f} KB" if size >= 1000 else f"{size} B"
 
 
-OWN_TIME_CONFIGS = (BASELINE, "openllmetry", "official", OURS)
+OWN_TIME_CONFIGS = (BASELINE, "openllmetry", "official", OURS, "telemetry_floor")
 OWN_NOTE = (
     "Wall time of the call minus the time spent inside the SDK's `create` and stream steps, "
     "measured by shims installed under every instrumentation (`benchmarks/overhead_clock.py`); "

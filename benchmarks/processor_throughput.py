@@ -40,6 +40,7 @@ import argparse
 import contextlib
 import gc
 import http.client
+import inspect
 import io
 import json
 import os
@@ -212,9 +213,22 @@ def decode_and_extract(data: list[bytes]) -> float:
     """CPU seconds to parse and turn every span into engine inputs (no engine)."""
     start = time.process_time()
     for body in data:
-        for _ in spans_to_items(ExportTraceServiceRequest.FromString(body)):
+        for _ in spans_to_items(ExportTraceServiceRequest.FromString(body), data=body):
             pass
     return time.process_time() - start
+
+
+# A receiver hands the pipeline the protobuf it parsed; a tree from before
+# ``submit(..., data)`` (``PYTHONPATH=/tmp/old``) serialises it again instead.
+_SUBMIT_TAKES_DATA = "data" in inspect.signature(Pipeline.submit).parameters
+
+
+def _submit(pipeline: Pipeline, body: bytes) -> None:
+    request = parse_protobuf(Signal.TRACES, body)
+    if _SUBMIT_TAKES_DATA:
+        pipeline.submit(Signal.TRACES, request, "http", body)
+    else:
+        pipeline.submit(Signal.TRACES, request, "http")
 
 
 def full_path(data: list[bytes]) -> float:
@@ -226,7 +240,7 @@ def full_path(data: list[bytes]) -> float:
         sender = NullSender()
         start = time.process_time()
         for body in data:
-            pipeline.submit(Signal.TRACES, parse_protobuf(Signal.TRACES, body), "http")
+            _submit(pipeline, body)
             pipeline.step()
             _send_all(queue, sender)
         pipeline.drain()
@@ -306,7 +320,7 @@ def memory_per_conversation(count: int) -> dict[str, Any]:
     for first in range(1, count + 1, chunk):
         size = min(chunk, count - first + 1)
         for body in payloads(size, turns=8, first=first, compact_every=4, tools=False):
-            pipeline.submit(Signal.TRACES, parse_protobuf(Signal.TRACES, body), "http")
+            _submit(pipeline, body)
             pipeline.step()
     pipeline.drain()
     gc.collect()
