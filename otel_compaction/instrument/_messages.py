@@ -185,6 +185,76 @@ def _summary_of(part: Mapping[str, Any]) -> str | None:
 
 def describe(message: Any) -> MessageFacts:
     """The facts of one message, block list or Responses item."""
+    if type(message) is dict:
+        content = message.get("content")
+        if type(content) is list:
+            facts = _describe_blocks(message, content)
+            if facts is not None:
+                return facts
+    return _describe_any(message)
+
+
+def _describe_blocks(message: dict[str, Any], content: list[Any]) -> MessageFacts | None:
+    """:func:`_describe_any` of a plain message whose content is a list of plain blocks, in
+    one walk (the common shape, two of them new on every call); None for any other shape.
+
+    The key and sizes are the ones :func:`fingerprint` and :func:`_describe_any` give: the
+    same digests, built in the same order at the same depths.
+    """
+    digests: list[int] = []
+    chars = 0
+    tool_results: list[int] = []
+    summary: str | None = None
+    for part in content:
+        if type(part) is not dict:
+            return None
+        items = []
+        size = content_size = output_size = 0
+        for name, item in part.items():
+            if item is None:
+                continue
+            if type(item) is str:
+                items.append((name, hash(item)))
+                n = len(item)
+            else:
+                digest, n = _item(item, 3)  # message 0, content list 1, block 2, its items 3
+                items.append((name, digest))
+            size += n
+            if name == "content":
+                content_size = n
+            elif name == "output":
+                output_size = n
+        digests.append(hash(frozenset(items)))
+        chars += size
+        kind = part.get("type")
+        if kind in _TOOL_RESULT_TYPES:
+            tool_results.append(content_size if part.get("content") else output_size)
+        elif kind in _SUMMARY_TYPES:
+            summary = _summary_of(part) or summary
+    items = [("content", hash(tuple(digests)))]
+    for name, item in message.items():
+        if item is None or name == "content":
+            continue
+        if type(item) is str:
+            items.append((name, hash(item)))
+            chars += len(item)
+        else:
+            digest, n = _item(item, 1)
+            items.append((name, digest))
+            chars += n
+    role = _role(message)
+    if role in _TOOL_RESULT_TYPES:
+        tool_results.insert(0, chars)
+    if role in _SUMMARY_TYPES:
+        summary = summary or _summary_of(message)
+    content_chars = chars if role in _USER_ROLES else 0
+    return MessageFacts(
+        hash(frozenset(items)), role, chars, content_chars, tuple(tool_results), summary
+    )
+
+
+def _describe_any(message: Any) -> MessageFacts:
+    """The facts of any message, item or model object (the general reader)."""
     key, chars = fingerprint(message)
     message = plain(message)
     if not isinstance(message, Mapping):

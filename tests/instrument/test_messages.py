@@ -1,0 +1,69 @@
+"""Message facts: the one-walk reader of block messages agrees with the general reader."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from otel_compaction.instrument._messages import _describe_any, describe
+
+_text = st.text(max_size=40)
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | _text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+    max_leaves=8,
+)
+_block = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "tool_use", "tool_result", "compaction", "image"])},
+    optional={
+        "text": _text,
+        "content": st.none() | _text | st.lists(st.fixed_dictionaries({"text": _text})),
+        "output": st.none() | _text,
+        "input": _json,
+        "id": _text,
+        "encrypted_content": st.none() | _text,
+    },
+)
+_message = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from(["user", "assistant", "tool", "compaction", "system"]),
+        "content": st.lists(_block, max_size=4),
+    },
+    optional={"name": _text, "type": _text, "id": _text, "cache": _json},
+)
+
+
+@given(_message)
+@example({"role": "compaction", "id": "X", "content": [{"type": "compaction", "content": "Y"}]})
+def test_block_messages_read_as_the_general_reader_reads_them(message: dict[str, Any]) -> None:
+    """Key, role, sizes, tool results and summary are the same by either path."""
+    assert describe(message) == _describe_any(message)
+
+
+def test_other_shapes_take_the_general_reader() -> None:
+    """Text content, non-dict blocks and non-dict messages are still described."""
+    text = {"role": "user", "content": "hello"}
+    assert describe(text) == _describe_any(text)
+    mixed = {"role": "user", "content": ["plain string", {"type": "text", "text": "x"}]}
+    assert describe(mixed) == _describe_any(mixed)
+    assert describe("a bare string").chars == len("a bare string")
+
+
+def test_tool_result_sizes_and_summaries() -> None:
+    """A tool result counts its content (or its output when content is empty); the last
+    compaction block's text is the summary."""
+    message = {
+        "role": "user",
+        "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "x" * 10},
+            {"type": "tool_result", "tool_use_id": "t2", "content": "", "output": "y" * 4},
+            {"type": "compaction", "content": "first"},
+            {"type": "compaction", "content": "second"},
+        ],
+    }
+    facts = describe(message)
+    assert facts.tool_results == (10, 4)
+    assert facts.summary == "second"
+    assert facts == _describe_any(message)
