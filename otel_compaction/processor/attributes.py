@@ -32,14 +32,17 @@ def key_values(attributes: Mapping[str, AttributeValue]) -> list[KeyValue]:
 
 def replace_attributes(
     target: Any, attributes: Mapping[str, AttributeValue], remove: Iterable[str] = ()
-) -> None:
+) -> bool:
     """Set ``attributes`` on a span or log record, first removing keys in ``remove``.
 
-    Keys being set are removed too, so no key appears twice.
+    Keys being set are removed too, so no key appears twice. Returns whether
+    anything changed (something removed or set).
     """
     drop = set(remove) | set(attributes)
     kept = [kv for kv in target.attributes if kv.key not in drop]
-    if len(kept) != len(target.attributes):
+    removed = len(kept) != len(target.attributes)
+    if removed:
         del target.attributes[:]
         target.attributes.extend(kept)
     target.attributes.extend(key_values(attributes))
+    return removed or bool(attributes)

@@ -6,6 +6,8 @@ Everything a receiver needs to turn a request body into an
 * ``decompress`` bounds gzip output (a 1 KiB bomb cannot grow past the limit);
 * ``decode_request`` parses protobuf or OTLP/JSON, where trace and span ids
   are hex strings (protobuf's own JSON mapping would read them as base64);
+  ``decode_body`` also returns the protobuf bytes, which the pipeline writes
+  ahead and forwards as they came;
 * ``encode_json`` writes OTLP/JSON with hex ids (golden files, tests);
 * every failure is a ``DecodeError`` with the HTTP status to answer and a
   reason a human can act on.
@@ -130,14 +132,21 @@ def decode_request(
     signal: Signal, body: bytes, content_type: str | None, encoding: str | None, limit: int
 ) -> Message:
     """Parse one OTLP/HTTP request body into the signal's request message."""
+    return decode_body(signal, body, content_type, encoding, limit)[0]
+
+
+def decode_body(
+    signal: Signal, body: bytes, content_type: str | None, encoding: str | None, limit: int
+) -> tuple[Message, bytes | None]:
+    """``decode_request``, and the protobuf it parsed (None for JSON), to pass on as it came."""
     if len(body) > limit:
         raise DecodeError(413, f"body of {len(body)} bytes exceeds the limit of {limit} bytes")
     data = decompress(body, encoding, limit)
     kind = media_type(content_type)
     if kind == PROTOBUF:
-        return parse_protobuf(signal, data)
+        return parse_protobuf(signal, data), data
     if kind == JSON:
-        return parse_json(signal, data)
+        return parse_json(signal, data), None
     raise DecodeError(415, f"unsupported Content-Type {content_type!r}: use {PROTOBUF} or {JSON}")
 
 

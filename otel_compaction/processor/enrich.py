@@ -20,10 +20,9 @@ from otel_compaction.processor.attributes import replace_attributes
 FLAG_KEYS = (*sc.FLAG_BY_KIND.values(), sc.FLAG_REASON)
 
 
-def write_flags(target: Any, analysis: CompactionAnalysis) -> None:
-    """Replace the flags on ``target`` by those of ``analysis``."""
+def write_flags(target: Any, analysis: CompactionAnalysis) -> bool:
+    """Replace the flags on ``target`` by those of ``analysis``; False when nothing changed."""
     ours = any(kv.key == sc.COMPACTION_ID for kv in target.attributes)
     if ours:
-        replace_attributes(target, flag_attributes(analysis.findings), remove=FLAG_KEYS)
-    else:
-        replace_attributes(target, compaction_attributes(analysis), remove=FLAG_KEYS)
+        return replace_attributes(target, flag_attributes(analysis.findings), remove=FLAG_KEYS)
+    return replace_attributes(target, compaction_attributes(analysis), remove=FLAG_KEYS)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,10 +31,26 @@ from typing import Any
 from otel_compaction import semconv as sc
 from otel_compaction.model import CompactionObservation, PhaseReport, TurnObservation
 from otel_compaction.processor.decode import Signal
-from otel_compaction.processor.spanview import parse_trace_view
+from otel_compaction.processor.enrich import FLAG_KEYS
+from otel_compaction.processor.spanview import Position, parse_trace_view
+from otel_compaction.processor.values import (
+    AttrValue,
+    any_value,
+    as_enum,
+    as_int,
+    as_str,
+    as_strs,
+    as_word,
+    decoded,
+    int_of,
+    ints_of,
+    is_number,
+    str_of,
+    strs_of,
+    window_of,
+    word_of,
+)
 from otel_compaction.semconv import CompactionMode, CompactionSource, PhaseSource
-
-AttrValue = str | bool | int | float | bytes | list[Any] | None
 
 
 class ItemKind(enum.IntEnum):
@@ -50,7 +65,11 @@ class Item:
     """One engine input taken from one span or log record.
 
     ``target`` is the span or log record it came from (flags are written on it
-    in enrich mode); ``batch`` is the received request it belongs to.
+    in enrich mode) and ``position`` where that span is in its request;
+    ``batch`` is the received request it belongs to. ``bare``: a compaction
+    span of ours (it has a ``compaction.id``) with no ``compaction.flag.*``
+    attribute, which enrich mode leaves as it is unless the processor finds
+    something.
     """
 
     conversation_id: str
@@ -65,8 +84,10 @@ class Item:
     phase: PhaseReport | None = None
     provider: str | None = None
     target: Any = None
+    position: Position | None = None
     batch: Any = None
     signal: Signal = Signal.TRACES
+    bare: bool = False
 
     def sort_key(self) -> tuple[int, int, int]:
         """Order within a conversation: turn index (else time), compaction before turn."""
@@ -108,6 +129,7 @@ _SPAN_KEYS = frozenset(
         sc.LINEAGE_GENERATION,
         sc.SUMMARY_FAILED,
         sc.SUMMARY_TEXT,
+        *FLAG_KEYS,
     }
 )
 _LOG_KEYS = frozenset(
@@ -158,17 +180,6 @@ _CC_COMPACTION = {sc.CLAUDE_CODE_EVENT_COMPACTION, sc.CLAUDE_CODE_EVENT_COMPACTI
 _CC_API_REQUEST = {sc.CLAUDE_CODE_EVENT_API_REQUEST, sc.CLAUDE_CODE_EVENT_API_REQUEST.split(".")[1]}
 
 
-def any_value(value: Any) -> AttrValue:
-    """A Python value from an OTLP ``AnyValue`` (arrays as lists, kvlists skipped)."""
-    kind = value.WhichOneof("value")
-    if kind is None or kind == "kvlist_value":
-        return None
-    if kind == "array_value":
-        return [any_value(v) for v in value.array_value.values]
-    result: AttrValue = getattr(value, kind)
-    return result
-
-
 def pick(attributes: Any, keys: frozenset[str]) -> dict[str, AttrValue]:
     """The attributes among ``keys``, as plain Python values (one pass)."""
     return {kv.key: any_value(kv.value) for kv in attributes if kv.key in keys}
@@ -185,48 +196,76 @@ def spans_to_items(
 
     The attributes are read through :mod:`~otel_compaction.processor.spanview`
     (one lookup per wanted key, no Python work for the others). ``data`` is the
-    request serialised, when the caller has it already; ``targets=False``
-    leaves ``Item.target`` None (tap mode writes nothing back on the spans).
+    request serialised (as received), when the caller has it already;
+    ``targets=False`` leaves ``Item.target`` and ``Item.position`` None (tap
+    mode writes nothing back on the spans).
     """
+    return iter(span_items(request, model_windows, data=data, targets=targets))
+
+
+def span_items(
+    request: Any,
+    model_windows: Mapping[str, int] | None = None,
+    *,
+    data: bytes | None = None,
+    targets: bool = True,
+) -> list[Item]:
+    """``spans_to_items`` as a list (the pipeline's call: no generator per item)."""
     view = parse_trace_view(request.SerializeToString() if data is None else data)
+    out: list[Item] = []
+    append = out.append
     for i, rs in enumerate(view.resource_spans):
         for j, ss in enumerate(rs.scope_spans):
             originals = None
             for k, span in enumerate(ss.spans):
-                item = _item(span, span.attributes, model_windows)
+                attrs = span.attributes
+                # A span with none of these is no engine input (a tool, HTTP or
+                # agent span): three map lookups and the name, and on to the next.
+                if not (
+                    sc.CONTEXT_TOKENS in attrs
+                    or sc.GEN_AI_USAGE_INPUT_TOKENS in attrs
+                    or sc.COMPACTION_SOURCE in attrs
+                    or span.name == sc.SPAN_COMPACTION
+                ):
+                    continue
+                item = _item(span, attrs, model_windows)
                 if item is None:
                     continue
                 if targets:
                     if originals is None:
                         originals = request.resource_spans[i].scope_spans[j].spans
                     item.target = originals[k]
-                yield item
+                    item.position = (i, j, k)
+                append(item)
+    return out
 
 
 def span_to_item(span: Any, model_windows: Mapping[str, int] | None = None) -> Item | None:
     """The engine input of one span, or None when it is not a turn or a compaction."""
-    values = {key: kv.value for kv in span.attributes if (key := kv.key) in _SPAN_KEYS}
+    values = {
+        key: kv.value.SerializeToString() for kv in span.attributes if (key := kv.key) in _SPAN_KEYS
+    }
     item = _item(span, values, model_windows)
     if item is not None:
         item.target = span
     return item
 
 
-# The readers below take the attributes as a mapping from key to OTLP
-# ``AnyValue`` (a span view's map, or a dict) and decode only what they use.
-# On the hot path (an inference span) each value is read with its expected type
-# first: a non-empty ``string_value`` or non-zero ``int_value`` can only be the
-# member of the oneof that is set; anything else goes the lenient way.
+# The readers below take the attributes as a mapping from key to the bytes of
+# the OTLP ``AnyValue`` (a span view's map, or a dict) and decode only what they
+# use (``processor.values``).
 
 
 def _item(
-    span: Any, attrs: Mapping[str, Any], model_windows: Mapping[str, int] | None
+    span: Any, attrs: Mapping[str, bytes], model_windows: Mapping[str, int] | None
 ) -> Item | None:
     name = span.name
     if name == sc.SPAN_FINDING:
         return None  # our own output, back through a Collector loop
     if name == sc.SPAN_COMPACTION or sc.COMPACTION_SOURCE in attrs:
-        return _compaction_item(span, _decoded(attrs, _COMPACTION_KEYS))
+        item = _compaction_item(span, decoded(attrs, _COMPACTION_KEYS))
+        item.bare = sc.COMPACTION_ID in attrs and not any(key in attrs for key in FLAG_KEYS)
+        return item
     return _turn_item(span, attrs, model_windows)
 
 
@@ -247,66 +286,74 @@ def _base(
 
 
 def _turn_item(
-    span: Any, attrs: Mapping[str, Any], model_windows: Mapping[str, int] | None
+    span: Any, attrs: Mapping[str, bytes], model_windows: Mapping[str, int] | None
 ) -> Item | None:
     get = attrs.get
-    tokens = _int_of(get(sc.CONTEXT_TOKENS))
+    tokens = int_of(get(sc.CONTEXT_TOKENS))
     if tokens is None:
-        operation = _str_of(get(sc.GEN_AI_OPERATION_NAME))
+        operation = word_of(get(sc.GEN_AI_OPERATION_NAME))
         if operation is not None and operation not in _INFERENCE_OPERATIONS:
             return None
-        tokens = _int_of(get(sc.GEN_AI_USAGE_INPUT_TOKENS))
+        tokens = int_of(get(sc.GEN_AI_USAGE_INPUT_TOKENS))
         if tokens is None:
             return None
-    model = _word_of(get(sc.GEN_AI_REQUEST_MODEL)) or _word_of(get(sc.GEN_AI_RESPONSE_MODEL))
-    window = _window(_int_of(get(sc.CONTEXT_WINDOW)))
+    model = word_of(get(sc.GEN_AI_REQUEST_MODEL)) or word_of(get(sc.GEN_AI_RESPONSE_MODEL))
+    window = window_of(get(sc.CONTEXT_WINDOW))
     if model_windows and model in model_windows:
         window = None  # the processor's own window table wins over the agent's
-    ours = _str_of(get(sc.CONVERSATION_ID))
-    turn_index = _int_of(get(sc.TURN_INDEX))
+    ours = str_of(get(sc.CONVERSATION_ID))
+    turn_index = int_of(get(sc.TURN_INDEX))
     if ours is not None and turn_index is None:
         # Our instrumentation numbers every call it counts as a turn; a call of its
         # conversation without a number is one it chose not to count (the summarizer
         # inside a compaction() block), so it is not a turn here either.
         return None
-    key = ours or _str_of(get(sc.GEN_AI_CONVERSATION_ID))
-    item = _base(span, ItemKind.TURN, key, turn_index, _str_of(get(sc.GEN_AI_PROVIDER_NAME)))
+    trace_id, span_id, start = span.trace_id, span.span_id, span.start_time_unix_nano
+    item = Item(
+        conversation_id=ours or str_of(get(sc.GEN_AI_CONVERSATION_ID)) or trace_id.hex(),
+        kind=ItemKind.TURN,
+        turn_index=turn_index,
+        time_ns=start,
+        trace_id=trace_id,
+        span_id=span_id,
+        dedupe_key=hash((trace_id, span_id)),
+        provider=word_of(get(sc.GEN_AI_PROVIDER_NAME)),
+    )
     item.turn = TurnObservation(
         context_tokens=max(tokens, 0),
         model=model,
-        new_content_tokens=max(_int_of(get(sc.CONTEXT_NEW_CONTENT_TOKENS)) or 0, 0),
-        tool_output_tokens=_ints_of(get(sc.TOOL_OUTPUT_TOKENS)),
-        tool_calls=_strs_of(get(sc.TOOL_CALLS)),
-        tool_categories=_strs_of(get(sc.TOOL_CATEGORIES)),
+        new_content_tokens=max(int_of(get(sc.CONTEXT_NEW_CONTENT_TOKENS)) or 0, 0),
+        tool_output_tokens=ints_of(get(sc.TOOL_OUTPUT_TOKENS)),
+        tool_calls=strs_of(get(sc.TOOL_CALLS)),
+        tool_categories=strs_of(get(sc.TOOL_CATEGORIES)),
         window=window if window and window > 0 else None,
-        timestamp=span.start_time_unix_nano / 1e9 or None,
+        timestamp=start / 1e9 or None,
     )
-    source = get(sc.PHASE_SOURCE)
-    if source is not None and source.string_value == _REPORTED:
-        item.phase = phase_report(_decoded(attrs, _PHASE_KEYS))
+    if word_of(get(sc.PHASE_SOURCE)) == _REPORTED:
+        item.phase = phase_report(decoded(attrs, _PHASE_KEYS))
     return item
 
 
 def _compaction_item(span: Any, attrs: Mapping[str, AttrValue]) -> Item:
-    key = _str(attrs.get(sc.CONVERSATION_ID)) or _str(attrs.get(sc.GEN_AI_CONVERSATION_ID))
-    turn_index = _int(attrs.get(sc.TURN_INDEX))
-    provider = _str(attrs.get(sc.GEN_AI_PROVIDER_NAME))
+    key = as_str(attrs.get(sc.CONVERSATION_ID)) or as_str(attrs.get(sc.GEN_AI_CONVERSATION_ID))
+    turn_index = as_int(attrs.get(sc.TURN_INDEX))
+    provider = as_str(attrs.get(sc.GEN_AI_PROVIDER_NAME))
     item = _base(span, ItemKind.COMPACTION, key, turn_index, provider)
-    generation = _int(attrs.get(sc.LINEAGE_GENERATION))
+    generation = as_int(attrs.get(sc.LINEAGE_GENERATION))
     item.compaction = CompactionObservation(
-        source=_enum(CompactionSource, attrs.get(sc.COMPACTION_SOURCE), CompactionSource.IMPORT),
-        mode=_enum(CompactionMode, attrs.get(sc.COMPACTION_MODE), CompactionMode.LOSSY),
-        trigger=_word(attrs.get(sc.COMPACTION_TRIGGER)),
-        tokens_before=_int(attrs.get(sc.TOKENS_BEFORE)),
-        tokens_after=_int(attrs.get(sc.TOKENS_AFTER)),
-        summary_tokens=_int(attrs.get(sc.TOKENS_SUMMARY)),
-        retained_tail_tokens=_int(attrs.get(sc.TOKENS_RETAINED_TAIL)),
-        summary_text=_str(attrs.get(sc.SUMMARY_TEXT)),
-        parent_id=_str(attrs.get(sc.LINEAGE_PARENT_ID)),
+        source=as_enum(CompactionSource, attrs.get(sc.COMPACTION_SOURCE), CompactionSource.IMPORT),
+        mode=as_enum(CompactionMode, attrs.get(sc.COMPACTION_MODE), CompactionMode.LOSSY),
+        trigger=as_word(attrs.get(sc.COMPACTION_TRIGGER)),
+        tokens_before=as_int(attrs.get(sc.TOKENS_BEFORE)),
+        tokens_after=as_int(attrs.get(sc.TOKENS_AFTER)),
+        summary_tokens=as_int(attrs.get(sc.TOKENS_SUMMARY)),
+        retained_tail_tokens=as_int(attrs.get(sc.TOKENS_RETAINED_TAIL)),
+        summary_text=as_str(attrs.get(sc.SUMMARY_TEXT)),
+        parent_id=as_str(attrs.get(sc.LINEAGE_PARENT_ID)),
         # The agent's lineage verdict is a fact about its texts, which we do not see.
         continues_lineage=None if generation is None else generation > 0,
         failed=attrs.get(sc.SUMMARY_FAILED) is True,
-        compaction_id=_str(attrs.get(sc.COMPACTION_ID)) or span.span_id.hex() or None,
+        compaction_id=as_str(attrs.get(sc.COMPACTION_ID)) or span.span_id.hex() or None,
         timestamp=span.start_time_unix_nano / 1e9 or None,
     )
     item.phase = phase_report(attrs)
@@ -315,65 +362,20 @@ def _compaction_item(span: Any, attrs: Mapping[str, AttrValue]) -> Item:
 
 def phase_report(attrs: Mapping[str, AttrValue]) -> PhaseReport | None:
     """The agent's own phase report carried on a span, if its phase was reported."""
-    name = _str(attrs.get(sc.PHASE_NAME))
+    name = as_str(attrs.get(sc.PHASE_NAME))
     if name is None or attrs.get(sc.PHASE_SOURCE) != _REPORTED:
         return None
-    names = _strs(attrs.get(sc.PHASE_NAMES))
+    names = as_strs(attrs.get(sc.PHASE_NAMES))
     values = attrs.get(sc.PHASE_DISTRIBUTION)
     distribution = None
     if isinstance(values, list) and names and len(values) == len(names):
-        distribution = {n: float(v) for n, v in zip(names, values, strict=True) if _num(v)}
+        distribution = {n: float(v) for n, v in zip(names, values, strict=True) if is_number(v)}
     confidence = attrs.get(sc.PHASE_CONFIDENCE)
     return PhaseReport(
         name=name,
         confidence=float(confidence) if isinstance(confidence, int | float) else None,
         distribution=distribution or None,
     )
-
-
-def _decoded(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> dict[str, AttrValue]:
-    """The attributes among ``keys`` as plain Python values (for the rarer spans)."""
-    return {key: any_value(value) for key in keys if (value := attrs.get(key)) is not None}
-
-
-def _int_of(value: Any) -> int | None:
-    if value is None:
-        return None
-    number: int = value.int_value
-    return number if number else _int(any_value(value))
-
-
-def _str_of(value: Any) -> str | None:
-    # An empty string_value is an empty string or another type: None either way.
-    return None if value is None else (value.string_value or None)
-
-
-def _word_of(value: Any) -> str | None:
-    return None if value is None else _word(value.string_value or None)
-
-
-def _strs_of(value: Any) -> tuple[str, ...]:
-    # ``array_value`` of a value of another type reads as an empty array.
-    if value is None:
-        return ()
-    return tuple(
-        [
-            sys.intern(text)
-            for element in value.array_value.values
-            if (text := element.string_value) and len(text) <= 64
-        ]
-    )
-
-
-def _ints_of(value: Any) -> tuple[int, ...]:
-    if value is None:
-        return ()
-    out = []
-    for element in value.array_value.values:
-        number = element.int_value or _int(any_value(element))
-        if number is not None and number >= 0:
-            out.append(number)
-    return tuple(out)
 
 
 def logs_to_items(request: Any) -> Iterator[Item]:
@@ -410,9 +412,9 @@ def log_to_item(record: Any, name: str, resource: Mapping[str, AttrValue]) -> It
     """The engine input of one Claude Code log event."""
     attrs = {**resource, **pick(record.attributes, _LOG_KEYS)}
     key = (
-        _str(attrs.get(sc.CONVERSATION_ID))
-        or _str(attrs.get(sc.GEN_AI_CONVERSATION_ID))
-        or _str(attrs.get(sc.SESSION_ID))
+        as_str(attrs.get(sc.CONVERSATION_ID))
+        or as_str(attrs.get(sc.GEN_AI_CONVERSATION_ID))
+        or as_str(attrs.get(sc.SESSION_ID))
         or (record.trace_id.hex() if record.trace_id else None)
     )
     if key is None:
@@ -435,7 +437,7 @@ def log_to_item(record: Any, name: str, resource: Mapping[str, AttrValue]) -> It
         item.compaction = _cc_compaction(attrs, derived_compaction_id(key, time_ns), time_ns)
         return item
     tokens = sum(
-        _int(attrs.get(k)) or 0
+        as_int(attrs.get(k)) or 0
         for k in (
             sc.CLAUDE_CODE_INPUT_TOKENS,
             sc.CLAUDE_CODE_CACHE_READ_TOKENS,
@@ -444,7 +446,7 @@ def log_to_item(record: Any, name: str, resource: Mapping[str, AttrValue]) -> It
     )
     item.turn = TurnObservation(
         context_tokens=tokens,
-        model=_word(attrs.get(sc.CLAUDE_CODE_MODEL)),
+        model=as_word(attrs.get(sc.CLAUDE_CODE_MODEL)),
         timestamp=time_ns / 1e9 or None,
     )
     return item
@@ -464,81 +466,10 @@ def _cc_compaction(
     return CompactionObservation(
         source=CompactionSource.IMPORT,
         mode=CompactionMode.LOSSY,
-        trigger=_word(attrs.get(sc.CLAUDE_CODE_TRIGGER)),
-        tokens_before=_int(attrs.get(sc.CLAUDE_CODE_PRE_TOKENS)),
-        tokens_after=_int(attrs.get(sc.CLAUDE_CODE_POST_TOKENS)),
+        trigger=as_word(attrs.get(sc.CLAUDE_CODE_TRIGGER)),
+        tokens_before=as_int(attrs.get(sc.CLAUDE_CODE_PRE_TOKENS)),
+        tokens_after=as_int(attrs.get(sc.CLAUDE_CODE_POST_TOKENS)),
         failed=failed,
         compaction_id=compaction_id,
         timestamp=time_ns / 1e9 or None,
     )
-
-
-# ------------------------------------------------------------- value coercion
-# Attributes arrive typed by whoever sent them: Claude Code sends numbers as
-# strings, some SDKs send ints as doubles. Coerce leniently, never raise.
-
-
-def _str(value: AttrValue) -> str | None:
-    if isinstance(value, str) and value:
-        return value
-    return None
-
-
-def _word(value: AttrValue) -> str | None:
-    """A low-cardinality string (model, trigger): one shared copy, as idle state keeps it."""
-    text = _str(value)
-    return sys.intern(text) if text is not None and len(text) <= 64 else text
-
-
-_MAX_WINDOWS = 1024
-_windows: dict[int, int] = {}
-
-
-def _window(window: int | None) -> int | None:
-    """A context window: few distinct values, so one shared int each (idle state keeps it)."""
-    if window is None:
-        return None
-    shared = _windows.get(window)
-    if shared is None:
-        if len(_windows) >= _MAX_WINDOWS:
-            _windows.clear()
-        shared = _windows[window] = window
-    return shared
-
-
-def _num(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
-
-
-def _int(value: AttrValue) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value == value and abs(value) < 2**62:
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(float(value.strip()))
-        except (ValueError, OverflowError):
-            return None
-    return None
-
-
-def _ints(value: AttrValue) -> tuple[int, ...]:
-    if not isinstance(value, list):
-        return ()
-    return tuple(i for i in (_int(v) for v in value) if i is not None and i >= 0)
-
-
-def _strs(value: AttrValue) -> tuple[str, ...]:
-    if not isinstance(value, list):
-        return ()
-    return tuple(sys.intern(v) for v in value if isinstance(v, str) and v and len(v) <= 64)
-
-
-def _enum(cls: type[Any], value: AttrValue, default: Any) -> Any:
-    try:
-        return cls(value)
-    except (ValueError, TypeError):
-        return default

@@ -92,7 +92,7 @@ class GrpcReceiver:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
         try:
             request = parse_protobuf(signal, data)
-            self._pipeline.submit(signal, request, TRANSPORT)
+            self._pipeline.submit(signal, request, TRANSPORT, data)
         except DecodeError as exc:
             self._reject(signal, ProcessorReason.MALFORMED)
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, exc.reason)

@@ -27,7 +27,7 @@ from otel_compaction.processor.decode import (
     PROTOBUF,
     DecodeError,
     Signal,
-    decode_request,
+    decode_body,
     encode_response,
     encode_status,
     media_type,
@@ -145,11 +145,11 @@ class HttpReceiver:
         if body is None:
             return
         try:
-            request = decode_request(
+            request, data = decode_body(
                 signal, body, req.headers.get("Content-Type"),
                 req.headers.get("Content-Encoding"), self._limit,
             )  # fmt: skip
-            self._pipeline.submit(signal, request, TRANSPORT)
+            self._pipeline.submit(signal, request, TRANSPORT, data)
         except DecodeError as exc:
             self._fail(req, signal, exc.status, kind, exc.reason)
             return

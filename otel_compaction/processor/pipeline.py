@@ -8,6 +8,11 @@ One pipeline thread calls ``step`` every tick: it applies the conversations
 whose reorder window closed, records metrics, logs and emits findings, and in
 enrich mode releases the processed requests to the queue, in the order they
 were accepted.
+
+In enrich mode a request is written ahead as it was received, and most
+requests leave as they came: only one in which the processor changed a span's
+flags is written again, with just those spans re-encoded
+(``spanview.splice_spans``).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -25,8 +30,9 @@ from otel_compaction.model import Finding
 from otel_compaction.processor.config import ProcessorConfig
 from otel_compaction.processor.decode import Signal, item_count, parse_protobuf
 from otel_compaction.processor.enrich import write_flags
-from otel_compaction.processor.extract import Item, logs_to_items, spans_to_items
+from otel_compaction.processor.extract import Item, logs_to_items, span_items
 from otel_compaction.processor.queue import PersistentQueue, QueueFull
+from otel_compaction.processor.spanview import splice_spans
 from otel_compaction.processor.state import Applied, ConversationState
 from otel_compaction.processor.tap import FindingContext, findings_request
 from otel_compaction.processor.telemetry import ProcessorMetrics
@@ -48,14 +54,18 @@ class Overloaded(Exception):
 
 @dataclass(slots=True)
 class Batch:
-    """An accepted request in enrich mode, waiting for its items to be applied."""
+    """An accepted request in enrich mode, waiting for its items to be applied.
+
+    ``changed`` holds the items whose span (or log record) the processor wrote
+    flags on; the bytes written ahead stay in the queue's file meanwhile.
+    """
 
     seq: int
     signal: Signal
     request: Any
     items: int
     remaining: int
-    flagged: list[Item] = field(default_factory=list)
+    changed: list[Item] = field(default_factory=list)
 
 
 class Pipeline:
@@ -100,29 +110,37 @@ class Pipeline:
 
     # ----------------------------------------------------------------- input
 
-    def submit(self, signal: Signal, request: Any, transport: str) -> int:
-        """Accept one decoded request (raises ``Overloaded``); returns its item count."""
+    def submit(
+        self, signal: Signal, request: Any, transport: str, data: bytes | None = None
+    ) -> int:
+        """Accept one decoded request (raises ``Overloaded``); returns its item count.
+
+        ``data`` is the protobuf the request was parsed from, when it came as
+        protobuf (None: it is serialised where needed).
+        """
         count = item_count(signal, request)
-        data = request.SerializeToString() if self.enrich and self.queue is not None else b""
+        queue = self.queue if self.enrich else None
+        if queue is not None and data is None:
+            data = request.SerializeToString()
         items = self._extract(signal, request, data)
         with self._lock:
-            self._admit(len(items), len(data))
-            if self.enrich and self.queue is not None:
-                seq = self.queue.put(signal, data, count, ready=False)
+            self._admit(len(items), len(data) if queue is not None and data is not None else 0)
+            if queue is not None and data is not None:
+                seq = queue.put(signal, data, count, ready=False)
                 self._track(Batch(seq, signal, request, count, len(items)), items)
             self.state.offer(items)
         if self.metrics is not None:
             self.metrics.received(signal, transport, count)
         return count
 
-    def _extract(self, signal: Signal, request: Any, data: bytes = b"") -> list[Item]:
+    def _extract(self, signal: Signal, request: Any, data: bytes | None = None) -> list[Item]:
         """The request's engine inputs; ``data`` is the request serialised, if at hand."""
         # Only enrich mode writes back on the spans; without targets, the
         # request can be freed while its items wait in the reorder window.
         if signal is Signal.TRACES:
             # The same reading as ``otel-compaction analyze`` on a trace file.
             windows = self.settings.model_windows
-            return list(spans_to_items(request, windows, data=data or None, targets=self.enrich))
+            return span_items(request, windows, data=data, targets=self.enrich)
         if signal is Signal.LOGS:
             items = list(logs_to_items(request))
             if not self.enrich:
@@ -179,11 +197,15 @@ class Pipeline:
             return 0
         applied = self.state.apply(groups)
         findings: list[FindingContext] = []
+        quiet = self.metrics is None
         for result in applied:
+            if quiet and result.compaction is None:
+                continue  # a turn: nothing to record without metrics
             self._record(result, findings)
         if findings:
             self._emit_findings(findings)
-        self._release(item for _, items in groups for item in items)
+        if self._batches:
+            self._release(groups)
         return len(applied)
 
     def _record(self, result: Applied, findings: list[FindingContext]) -> None:
@@ -198,8 +220,10 @@ class Pipeline:
             return
         if self.metrics is not None:
             self.metrics.compaction.record_compaction(analysis)
-        if self.enrich and item.target is not None:
-            write_flags(item.target, analysis)
+        # A bare span of ours without findings: there is no flag to remove or set.
+        writes = self.enrich and item.target is not None and (analysis.findings or not item.bare)
+        if writes and write_flags(item.target, analysis) and item.batch is not None:
+            item.batch.changed.append(item)
         for finding in analysis.findings:
             self._log_finding(finding)
             findings.append(FindingContext(finding, item.trace_id, item.span_id, item.time_ns))
@@ -223,15 +247,17 @@ class Pipeline:
             if self.metrics is not None:
                 self.metrics.dropped(ProcessorReason.QUEUE_FULL, len(findings))
 
-    def _release(self, items: Iterable[Item]) -> None:
+    def _release(self, groups: list[tuple[str, list[Item]]]) -> None:
         """Hand processed requests to the queue, oldest first (keeps per-conversation order)."""
-        for item in items:
-            if item.batch is not None:
-                item.batch.remaining -= 1
+        for _, items in groups:
+            for item in items:
+                batch = item.batch
+                if batch is not None:
+                    batch.remaining -= 1
         while self._batches and self._batches[0].remaining <= 0:
             batch = self._batches.popleft()
             assert self.queue is not None
-            self.queue.complete(batch.seq, batch.request.SerializeToString(), batch.items)
+            self.queue.complete(batch.seq, _output(batch, self.queue), batch.items)
 
     def _skipped(self, item: Item, reason: ProcessorReason) -> None:
         if self.metrics is not None:
@@ -247,3 +273,21 @@ class Pipeline:
                 self.step()
             except Exception:  # the service keeps serving; the error is logged
                 logger.exception("pipeline step failed")
+
+
+def _output(batch: Batch, queue: PersistentQueue) -> bytes | None:
+    """What goes downstream for a processed batch; None: the request as written ahead."""
+    if not batch.changed:
+        return None
+    if batch.signal is Signal.TRACES:
+        spans = {}
+        for item in batch.changed:
+            if item.position is None:
+                break
+            spans[item.position] = item.target.SerializeToString()
+        else:
+            written = queue.read(batch.seq)
+            if written is not None:
+                return splice_spans(written, spans)
+    out: bytes = batch.request.SerializeToString()
+    return out

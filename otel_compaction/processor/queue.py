@@ -8,7 +8,8 @@ A batch is a file ``<seq>-<signal>-<items>.<state>`` in the queue directory:
 
 * ``raw``: accepted, not processed yet (enrich mode writes the request as it
   came; after a restart these are processed again);
-* ``ready``: what goes downstream (flagged spans, or finding spans).
+* ``ready``: what goes downstream (flagged spans, or finding spans); a raw
+  batch the processor did not change becomes ready by a rename.
 
 Files are written to a temporary name and renamed, so a crash leaves either
 the old or the new file, never half of one; ``fsync=True`` also survives a
@@ -121,19 +122,32 @@ class PersistentQueue:
             self._lock.notify_all()
             return entry.seq
 
-    def complete(self, seq: int, data: bytes, items: int) -> None:
-        """Replace a raw batch by its processed form, ready to send."""
+    def complete(self, seq: int, data: bytes | None, items: int) -> None:
+        """Replace a raw batch by its processed form, ready to send (None: the raw bytes)."""
         with self._lock:
             old = self._entries.get(seq)
             if old is None:
                 return
-            new = Entry(seq, old.signal, items, len(data), True)
-            self._write(new, data)
-            if old.name() != new.name():
-                (self.directory / old.name()).unlink(missing_ok=True)
+            if data is None:
+                # Unchanged: the file becomes ready by a rename (atomic, like a write).
+                new = Entry(seq, old.signal, items, old.size, True)
+                os.replace(self.directory / old.name(), self.directory / new.name())
+            else:
+                new = Entry(seq, old.signal, items, len(data), True)
+                self._write(new, data)
+                if old.name() != new.name():
+                    (self.directory / old.name()).unlink(missing_ok=True)
             self._entries[seq] = new
             self._bytes += new.size - old.size
             self._lock.notify_all()
+
+    def read(self, seq: int) -> bytes | None:
+        """The bytes of a queued batch (None when it is not queued)."""
+        with self._lock:
+            entry = self._entries.get(seq)
+            if entry is None:
+                return None
+            return (self.directory / entry.name()).read_bytes()
 
     def raw_entries(self) -> list[tuple[Entry, bytes]]:
         """Raw batches with their bytes (to process again after a restart)."""

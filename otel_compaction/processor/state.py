@@ -58,14 +58,16 @@ class RecentKeys:
 
     def add(self, key: int) -> bool:
         """Remember ``key``; False when it was already remembered."""
-        if key in self._set:
+        seen = self._set
+        if key in seen:
             return False
         if self._limit <= 0:
             return True
-        self._set.add(key)
-        self._order.append(key)
-        if len(self._order) > self._limit:
-            self._set.discard(self._order.popleft())
+        seen.add(key)
+        order = self._order
+        order.append(key)
+        if len(order) > self._limit:
+            seen.discard(order.popleft())
         return True
 
     def __len__(self) -> int:
@@ -89,13 +91,15 @@ class ReorderWindow:
 
     def add(self, items: Iterable[Item], now: float) -> None:
         """Hold ``items`` until their conversation's window closes."""
+        held = self._held
+        size = 0
         for item in items:
-            held = self._held.get(item.conversation_id)
-            if held is None:
-                held = (now + self.window, [])
-                self._held[item.conversation_id] = held
-            held[1].append(item)
-            self._size += 1
+            entry = held.get(item.conversation_id)
+            if entry is None:
+                entry = held[item.conversation_id] = (now + self.window, [])
+            entry[1].append(item)
+            size += 1
+        self._size += size
 
     def due(self, now: float) -> list[tuple[str, list[Item]]]:
         """Remove and return the conversations whose window has closed."""
@@ -175,68 +179,81 @@ class ConversationState:
         return expired
 
     def apply(self, groups: list[tuple[str, list[Item]]]) -> list[Applied]:
-        """Feed each conversation's items to the engine in turn order; return what it took."""
+        """Feed each conversation's items to the engine in turn order; return what it took.
+
+        Items already applied are skipped: a span id remembered (``duplicate``),
+        a turn index at or below the conversation's mark (``late``), a
+        compaction id the engine already recorded (``duplicate``).
+        """
         applied: list[Applied] = []
         for conversation_id, items in groups:
             if len(items) > 1:
                 items.sort(key=Item.sort_key)
             analyzer = self.registry.get(conversation_id)
-            for item in items:
-                result = self._apply(analyzer, item)
-                if result is not None:
-                    applied.append(result)
+            self._apply_group(analyzer, items, applied)
         return applied
 
-    def _apply(self, analyzer: ConversationAnalyzer, item: Item) -> Applied | None:
-        reason = self._skip_reason(analyzer, item)
-        if reason is not None:
-            self._skip(item, reason)
+    def _apply_group(
+        self, analyzer: ConversationAnalyzer, items: list[Item], applied: list[Applied]
+    ) -> None:
+        # The hot loop of the processor (one pass per item): the turn mark is a
+        # local and is written back once per conversation.
+        remember = self._recent.add
+        conversation_id = analyzer.conversation_id
+        mark = self._marks.get(conversation_id, 0)
+        marked = False
+        for item in items:
+            if not remember(item.dedupe_key):
+                self._skip(item, ProcessorReason.DUPLICATE)
+                continue
+            if item.kind is ItemKind.COMPACTION:
+                result = self._compaction(analyzer, item)
+                if result is not None:
+                    applied.append(result)
+                continue
+            turn_index = item.turn_index
+            if turn_index is not None and turn_index <= mark:
+                self._skip(item, ProcessorReason.LATE)
+                continue
+            try:
+                assert item.turn is not None
+                if item.phase is not None:
+                    analyzer.report_phase(item.phase)
+                analysis = analyzer.observe_turn(item.turn)
+            except Exception:  # one bad item must not stop the pipeline
+                logger.exception("analysis failed for a span of %s", item.conversation_id)
+                self._skip(item, ProcessorReason.ANALYSIS_ERROR)
+                continue
+            if turn_index is not None:
+                mark, marked = turn_index, True
+            applied.append(Applied(item, analysis))
+        if marked:
+            self._mark(conversation_id, mark)
+
+    def _mark(self, conversation_id: str, mark: int) -> None:
+        # The analyzer's copy of the id: equal, and one string per conversation.
+        marks = self._marks
+        marks[conversation_id] = mark
+        marks.move_to_end(conversation_id)
+        if len(marks) > self.settings.max_conversations:
+            marks.popitem(last=False)
+
+    def _compaction(self, analyzer: ConversationAnalyzer, item: Item) -> Applied | None:
+        assert item.compaction is not None
+        known = item.compaction.compaction_id
+        if known and any(r.compaction_id == known for r in analyzer.compactions):
+            self._skip(item, ProcessorReason.DUPLICATE)
             return None
         try:
-            if item.kind is ItemKind.COMPACTION:
-                return self._compaction(analyzer, item)
-            return self._turn(analyzer, item)
+            if item.phase is not None and not _already_reported(analyzer, item.phase):
+                # The agent's phase at the moment of the compaction (reported since
+                # the last turn): the boundary rule judges against it.
+                analyzer.report_phase(item.phase)
+            return Applied(item, compaction=analyzer.observe_compaction(item.compaction))
         except Exception:  # one bad item must not stop the pipeline
             logger.exception("analysis failed for a span of %s", item.conversation_id)
             self._skip(item, ProcessorReason.ANALYSIS_ERROR)
             return None
-
-    def _skip_reason(self, analyzer: ConversationAnalyzer, item: Item) -> ProcessorReason | None:
-        if not self._recent.add(item.dedupe_key):
-            return ProcessorReason.DUPLICATE
-        if item.kind is ItemKind.COMPACTION:
-            assert item.compaction is not None
-            known = item.compaction.compaction_id
-            if known and any(r.compaction_id == known for r in analyzer.compactions):
-                return ProcessorReason.DUPLICATE
-            return None
-        if item.turn_index is not None:
-            mark = self._marks.get(item.conversation_id, 0)
-            if item.turn_index <= mark:
-                return ProcessorReason.LATE
-        return None
-
-    def _turn(self, analyzer: ConversationAnalyzer, item: Item) -> Applied:
-        assert item.turn is not None
-        if item.phase is not None:
-            analyzer.report_phase(item.phase)
-        analysis = analyzer.observe_turn(item.turn)
-        if item.turn_index is not None:
-            # The analyzer's copy of the id: equal, and one string per conversation.
-            conversation_id = analyzer.conversation_id
-            self._marks[conversation_id] = item.turn_index
-            self._marks.move_to_end(conversation_id)
-            if len(self._marks) > self.settings.max_conversations:
-                self._marks.popitem(last=False)
-        return Applied(item, turn=analysis)
-
-    def _compaction(self, analyzer: ConversationAnalyzer, item: Item) -> Applied:
-        assert item.compaction is not None
-        if item.phase is not None and not _already_reported(analyzer, item.phase):
-            # The agent's phase at the moment of the compaction (reported since
-            # the last turn): the boundary rule judges against it.
-            analyzer.report_phase(item.phase)
-        return Applied(item, compaction=analyzer.observe_compaction(item.compaction))
 
     def _skip(self, item: Item, reason: ProcessorReason) -> None:
         if self._on_skip is not None:

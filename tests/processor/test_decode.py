@@ -16,6 +16,7 @@ from otel_compaction.processor.decode import (
     PROTOBUF,
     DecodeError,
     Signal,
+    decode_body,
     decode_request,
     decompress,
     encode_json,
@@ -52,6 +53,15 @@ def test_protobuf_and_json_decode_to_the_same_message() -> None:
     assert span.trace_id == from_pb.resource_spans[0].scope_spans[0].spans[0].trace_id
     assert span.span_id.hex() == SPAN_ID
     assert item_count(Signal.TRACES, from_json) == 1
+
+
+def test_decode_body_returns_the_protobuf_it_parsed() -> None:
+    """The pipeline gets the (decompressed) protobuf bytes to pass on; JSON has none."""
+    data = _request().SerializeToString()
+    request, raw = decode_body(Signal.TRACES, gzip.compress(data), PROTOBUF, "gzip", LIMIT)
+    assert raw == data
+    assert item_count(Signal.TRACES, request) == 1
+    assert decode_body(Signal.TRACES, _json_body(), JSON, None, LIMIT)[1] is None
 
 
 def test_encode_json_writes_hex_ids() -> None:

@@ -51,6 +51,18 @@ def test_a_raw_head_blocks_until_it_is_completed(tmp_path: Path) -> None:
     assert sorted(p.suffix for p in tmp_path.iterdir()) == [".ready", ".ready"]
 
 
+def test_an_unchanged_raw_batch_becomes_ready_as_written(tmp_path: Path) -> None:
+    """Completing with no new bytes renames the raw file: same bytes, one ready file."""
+    queue = PersistentQueue(tmp_path)
+    seq = queue.put(Signal.TRACES, b"as received", 3, ready=False)
+    queue.complete(seq, None, 3)
+    head = queue.head(timeout=0)
+    assert head is not None
+    assert (head[0].ready, head[0].size, head[1]) == (True, 11, b"as received")
+    assert [p.name for p in tmp_path.iterdir()] == [head[0].name()]
+    assert PersistentQueue(tmp_path).size_bytes == 11
+
+
 def test_crash_leftovers_are_cleaned_on_open(tmp_path: Path) -> None:
     """A half-written temporary file is deleted; a raw file beside its ready twin is dropped."""
     (tmp_path / "0000000000000001-traces-1.raw").write_bytes(b"old")
