@@ -174,6 +174,9 @@ _COMPACTION_KEYS = (
     sc.COMPACTION_ID,
     *_PHASE_KEYS,
 )
+ENGINE_INPUT_KEYS = (sc.CONTEXT_TOKENS, sc.GEN_AI_USAGE_INPUT_TOKENS, sc.COMPACTION_SOURCE)
+"""A span is an engine input only if it has one of these or is named ``compaction``; the
+Collector configurations of tap mode filter the rest out before they reach the processor."""
 _INFERENCE_OPERATIONS = frozenset(sc.INFERENCE_OPERATIONS)
 _REPORTED = PhaseSource.REPORTED.value
 _CC_COMPACTION = {sc.CLAUDE_CODE_EVENT_COMPACTION, sc.CLAUDE_CODE_EVENT_COMPACTION.split(".")[1]}
@@ -221,6 +224,7 @@ def span_items(
                 attrs = span.attributes
                 # A span with none of these is no engine input (a tool, HTTP or
                 # agent span): three map lookups and the name, and on to the next.
+                # (ENGINE_INPUT_KEYS: the Collector's filter in tap mode drops the same.)
                 if not (
                     sc.CONTEXT_TOKENS in attrs
                     or sc.GEN_AI_USAGE_INPUT_TOKENS in attrs

@@ -62,7 +62,7 @@ def test_scaled_out_routes_by_conversation_never_by_trace(name: str) -> None:
     assert set(exporter["resolver"]) == {resolver}
     logs = config["exporters"]["load_balancing/sessions"]
     assert logs["routing_attributes"] == [sc.SESSION_ID]
-    traces = config["service"]["pipelines"]["traces"]["exporters"]
+    traces = config["service"]["pipelines"]["traces/compaction"]["exporters"]
     assert "load_balancing/conversations" in traces
 
 
@@ -103,3 +103,29 @@ def test_the_container_file_runs_the_processor_with_the_example_config() -> None
     assert "processor.example.yaml" in text
     assert '"otel-compaction", "processor"' in text
     assert "/readyz" in text
+
+
+TAP_CONFIGS = ["tap/otelcol.yaml", "scaled/otelcol-lb-static.yaml", "scaled/otelcol-lb-dns.yaml"]
+
+
+@pytest.mark.parametrize("name", TAP_CONFIGS)
+def test_tap_sends_the_processor_only_its_inputs_and_jaeger_everything(name: str) -> None:
+    """In tap mode the processor's pipeline drops exactly the spans extract.py ignores
+    (the filter names the same keys and span name), and Jaeger's pipeline drops nothing."""
+    import re
+
+    from otel_compaction.processor.extract import ENGINE_INPUT_KEYS
+
+    config = _yaml(COLLECTOR / name)
+    (condition,) = config["processors"]["filter/compaction-inputs"]["traces"]["span"]
+    assert set(re.findall(r'attributes\["([^"]+)"\] == nil', condition)) == set(ENGINE_INPUT_KEYS)
+    assert re.findall(r'name != "([^"]+)"', condition) == [sc.SPAN_COMPACTION]
+    assert condition.count(" and ") == len(ENGINE_INPUT_KEYS)  # all must hold to drop
+    for kind, pipeline in config["service"]["pipelines"].items():
+        if not kind.startswith("traces"):
+            continue  # logs (Claude Code's events) all go to the processor
+        exporters, processors = pipeline["exporters"], pipeline.get("processors", [])
+        if "otlp/jaeger" in exporters:
+            assert not any(p.startswith("filter") for p in processors), name
+        if any(e in exporters for e in ("otlp/compaction", "load_balancing/conversations")):
+            assert "filter/compaction-inputs" in processors, name
