@@ -177,6 +177,7 @@ _COMPACTION_KEYS = (
 ENGINE_INPUT_KEYS = (sc.CONTEXT_TOKENS, sc.GEN_AI_USAGE_INPUT_TOKENS, sc.COMPACTION_SOURCE)
 """A span is an engine input only if it has one of these or is named ``compaction``; the
 Collector configurations of tap mode filter the rest out before they reach the processor."""
+_KEY_A, _KEY_B, _KEY_C = ENGINE_INPUT_KEYS  # the hot check in span_items, unrolled
 _INFERENCE_OPERATIONS = frozenset(sc.INFERENCE_OPERATIONS)
 _REPORTED = PhaseSource.REPORTED.value
 _CC_COMPACTION = {sc.CLAUDE_CODE_EVENT_COMPACTION, sc.CLAUDE_CODE_EVENT_COMPACTION.split(".")[1]}
@@ -222,13 +223,12 @@ def span_items(
             originals = None
             for k, span in enumerate(ss.spans):
                 attrs = span.attributes
-                # A span with none of these is no engine input (a tool, HTTP or
-                # agent span): three map lookups and the name, and on to the next.
-                # (ENGINE_INPUT_KEYS: the Collector's filter in tap mode drops the same.)
+                # A span with none of ENGINE_INPUT_KEYS is no engine input (a tool,
+                # HTTP or agent span): three map lookups and the name, and on to the next.
                 if not (
-                    sc.CONTEXT_TOKENS in attrs
-                    or sc.GEN_AI_USAGE_INPUT_TOKENS in attrs
-                    or sc.COMPACTION_SOURCE in attrs
+                    _KEY_A in attrs
+                    or _KEY_B in attrs
+                    or _KEY_C in attrs
                     or span.name == sc.SPAN_COMPACTION
                 ):
                     continue
@@ -312,17 +312,8 @@ def _turn_item(
         # conversation without a number is one it chose not to count (the summarizer
         # inside a compaction() block), so it is not a turn here either.
         return None
-    trace_id, span_id, start = span.trace_id, span.span_id, span.start_time_unix_nano
-    item = Item(
-        conversation_id=ours or str_of(get(sc.GEN_AI_CONVERSATION_ID)) or trace_id.hex(),
-        kind=ItemKind.TURN,
-        turn_index=turn_index,
-        time_ns=start,
-        trace_id=trace_id,
-        span_id=span_id,
-        dedupe_key=hash((trace_id, span_id)),
-        provider=word_of(get(sc.GEN_AI_PROVIDER_NAME)),
-    )
+    key = ours or str_of(get(sc.GEN_AI_CONVERSATION_ID))
+    item = _base(span, ItemKind.TURN, key, turn_index, word_of(get(sc.GEN_AI_PROVIDER_NAME)))
     item.turn = TurnObservation(
         context_tokens=max(tokens, 0),
         model=model,
@@ -331,7 +322,7 @@ def _turn_item(
         tool_calls=strs_of(get(sc.TOOL_CALLS)),
         tool_categories=strs_of(get(sc.TOOL_CATEGORIES)),
         window=window if window and window > 0 else None,
-        timestamp=start / 1e9 or None,
+        timestamp=item.time_ns / 1e9 or None,
     )
     if word_of(get(sc.PHASE_SOURCE)) == _REPORTED:
         item.phase = phase_report(decoded(attrs, _PHASE_KEYS))

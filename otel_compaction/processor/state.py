@@ -226,7 +226,7 @@ class ConversationState:
                 continue
             if turn_index is not None:
                 mark, marked = turn_index, True
-            applied.append(Applied(item, analysis))
+            applied.append(Applied(item, turn=analysis))
         if marked:
             self._mark(conversation_id, mark)
 
