@@ -13,10 +13,10 @@ dozen arithmetic operations per turn; text matching only on compactions).
 
 An analyzer is small, since a registry may hold 100,000 of them (about 2 KB each
 with two compactions, see ``docs/benchmarks.md``): it has ``__slots__``; its
-trackers keep tuples and ``array``s rather than deques, and the last pressure
-and phase estimate as their inputs, rebuilt when asked for; the analyzers of
-one registry share a few striped locks; everything derived from the settings
-(matrices, categorizer, decay weights) is shared.
+trackers keep tuples, ``array``s and packed bytes rather than deques, and the
+last pressure and phase estimate as their inputs, rebuilt when asked for; the
+analyzers of one registry share a few striped locks; everything derived from the
+settings (matrices, categorizer, decay weights) is shared.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ LOCK_STRIPES = 64
 _MAX_PARSED = 256
 _parsed_categories: dict[str, ToolCategory | None] = {}
 _CATEGORY_VALUES: Final = {category: category.value for category in ToolCategory}
+_category_values_cache: dict[tuple[ToolCategory, ...], tuple[str, ...]] = {}
 
 
 class ConversationAnalyzer:
@@ -179,40 +180,42 @@ class ConversationAnalyzer:
         """Account one LLM call and return its signals."""
         with self._lock:
             self.last_seen = self._clock()
-            self._turn_index += 1
-            turn = self._turn_index
+            turn = self._turn_index = self._turn_index + 1
+            context_tokens = obs.context_tokens
             window = obs.window or context_window(obs.model, self.settings)
             pressure = self._pressure_tracker.observe(
-                obs.context_tokens, window, obs.tool_output_tokens
+                context_tokens, window, obs.tool_output_tokens
             )
             categories = self._categories(obs)
-            phase = self._phase_tracker.observe_categories(categories, turn_index=turn)
+            phase_tracker = self._phase_tracker
+            phase = phase_tracker.observe_categories(categories, turn)
             self._phase_known = True
-            transition = self._phase_tracker.last_transition
+            transition = phase_tracker.last_transition
             if transition is not None or turn == 1:
                 self._phase_since = turn - 1
-            self._lineage.observe_turn(turn, obs.context_tokens, obs.new_content_tokens)
+            self._lineage.observe_turn(turn, context_tokens, obs.new_content_tokens)
             compacted, self._compacted_pending = self._compacted_pending, False
             return TurnAnalysis(
-                conversation_id=self.conversation_id,
-                turn_index=turn,
-                pressure=pressure,
-                phase=phase,
-                transition=transition,
-                compacted=compacted,
-                tool_categories=tuple(map(_CATEGORY_VALUES.__getitem__, categories)),
+                self.conversation_id,
+                turn,
+                pressure,
+                phase,
+                transition,
+                compacted,
+                _category_values(categories),
             )
 
     def _categories(self, obs: TurnObservation) -> tuple[ToolCategory, ...]:
         # Categories read back from a span win: the arguments that decided them
         # (a bash call running pytest) are not on the span.
-        if obs.tool_categories and len(obs.tool_categories) == len(obs.tool_calls):
+        calls = obs.tool_calls
+        if obs.tool_categories and len(obs.tool_categories) == len(calls):
             parsed = tuple(map(_parse_category, obs.tool_categories))
             if None not in parsed:
                 return parsed  # type: ignore[return-value]  # None was just ruled out
-        if not obs.tool_calls:
+        if not calls:
             return ()
-        return self._phase_tracker.categories(obs.tool_calls, obs.tool_arguments or None)
+        return self._phase_tracker.categories(calls, obs.tool_arguments)
 
     def observe_compaction(self, obs: CompactionObservation) -> CompactionAnalysis:
         """Record a compaction, run the detectors, and return the analysis."""
@@ -282,6 +285,19 @@ def _parse_category(value: str) -> ToolCategory | None:
         _parsed_categories.clear()
     found = _parsed_categories[value] = parse_category(value)
     return found
+
+
+def _category_values(categories: tuple[ToolCategory, ...]) -> tuple[str, ...]:
+    """The categories' values, cached: a turn's calls fall into a handful of combinations."""
+    try:
+        return _category_values_cache[categories]
+    except KeyError:
+        pass
+    if len(_category_values_cache) >= _MAX_PARSED:
+        _category_values_cache.clear()
+    values = tuple(map(_CATEGORY_VALUES.__getitem__, categories))
+    _category_values_cache[categories] = values
+    return values
 
 
 def compacted_tokens(obs: CompactionObservation) -> int | None:

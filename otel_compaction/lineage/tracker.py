@@ -87,7 +87,8 @@ class LineageTracker:
 
     def observe_turn(self, turn_index: int, context_tokens: int, new_content_tokens: int) -> None:
         """Account one turn (one LLM call) in the current cycle."""
-        self._turn_index = max(self._turn_index, turn_index)
+        if turn_index > self._turn_index:
+            self._turn_index = turn_index
         self._cycle.observe_turn(context_tokens, new_content_tokens)
 
     def observe_compaction(

@@ -15,7 +15,6 @@ import functools
 import logging
 import math
 import threading
-from array import array
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,7 +26,6 @@ from otel_compaction.signals.phase_model import (
     FilterTables,
     FloatArray,
     Floats,
-    argmax,
     filter_tables,
     normalize_floats,
 )
@@ -97,7 +95,8 @@ class PhaseTracker:
 
     # The estimate is not kept: it is a pure function of the belief and its
     # source, rebuilt on demand, so an idle conversation holds only the belief,
-    # as float64s (``array('d')``: 8 bytes a phase where a float object takes 24).
+    # as float64s packed in bytes (``FilterTables.codec``: about 70 bytes for four
+    # phases, where an ``array('d')`` takes 112 and a tuple of floats 170).
     __slots__ = (
         "_belief",
         "_categorize",
@@ -114,7 +113,7 @@ class PhaseTracker:
             tuple(settings.phases), settings.phase_stickiness
         )
         self._categorize = shared_categorizer(tuple(settings.tool_categories.items()))
-        self._belief = array("d", self._tables.uniform)
+        self._belief = self._tables.codec.pack(*self._tables.uniform)
         self._source = PhaseSource.INFERRED
         self._pending_report = False
         self._last_name: str | None = None
@@ -151,7 +150,7 @@ class PhaseTracker:
         if belief is None:
             _warn_unknown_phase(report.name, self._tables.phases)
             return self._estimate()
-        self._belief = array("d", belief)
+        self._belief = self._tables.codec.pack(*belief)
         self._pending_report = True
         self._source = PhaseSource.REPORTED
         return self._estimate(belief)
@@ -183,11 +182,21 @@ class PhaseTracker:
             estimate = self._estimate()
         else:
             tables = self._tables
-            belief = tables.step(tuple(self._belief), tables.likelihood(evidence))
-            self._belief = array("d", belief)
+            belief = tables.step(tables.codec.unpack(self._belief), tables.likelihood(evidence))
+            self._belief = tables.codec.pack(*belief)
             self._source = PhaseSource.INFERRED
-            estimate = self._estimate(belief)
-        self._note_transition(estimate)
+            estimate = tables.estimate(belief, PhaseSource.INFERRED)
+        name = estimate.name
+        previous, self._last_name = self._last_name, name
+        if previous is None or previous == name:
+            self._last_transition = None
+        else:
+            self._last_transition = PhaseTransition(
+                from_phase=previous,
+                to_phase=name,
+                turn_index=self._turns,
+                transition_likelihood=estimate.transition_likelihood,
+            )
         return estimate
 
     def categories(
@@ -196,39 +205,16 @@ class PhaseTracker:
         """The category of each call (empty for a turn without tool calls)."""
         if not arguments:
             return tuple(map(self._categorize, tool_calls))
-        args = arguments
-        return tuple(
-            self._categorize(name, args[i] if i < len(args) else None)
-            for i, name in enumerate(tool_calls)
-        )
-
-    def _note_transition(self, estimate: PhaseEstimate) -> None:
-        name = estimate.name
-        previous, self._last_name = self._last_name, name
-        if previous is None or previous == name:
-            self._last_transition = None
-            return
-        self._last_transition = PhaseTransition(
-            from_phase=previous,
-            to_phase=name,
-            turn_index=self._turns,
-            transition_likelihood=estimate.transition_likelihood,
-        )
+        missing = len(tool_calls) - len(arguments)
+        if missing > 0:
+            arguments = (*arguments, *(None,) * missing)
+        return tuple(map(self._categorize, tool_calls, arguments))
 
     def _estimate(self, belief: Floats | None = None) -> PhaseEstimate:
         """The estimate of ``belief`` (the stored belief when omitted)."""
-        p = tuple(self._belief) if belief is None else belief
         tables = self._tables
-        c = argmax(p)
-        return PhaseEstimate(
-            name=tables.phases[c],
-            confidence=p[c],
-            entropy=tables.entropy(p),
-            transition_likelihood=tables.flip(p, c),
-            source=self._source,
-            distribution=p,
-            names=tables.phases,
-        )
+        p = tables.codec.unpack(self._belief) if belief is None else belief
+        return tables.estimate(p, self._source)
 
 
 @functools.lru_cache(maxsize=16)

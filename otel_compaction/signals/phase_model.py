@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import struct
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Final
@@ -25,6 +26,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from otel_compaction.model import PhaseEstimate
+from otel_compaction.semconv import PhaseSource
 from otel_compaction.signals.tools import CATEGORIES, ToolCategory
 
 FloatArray = npt.NDArray[np.float64]
@@ -226,7 +229,7 @@ class FilterTables:
     Built once per (phases, stickiness) by :func:`filter_tables` and shared
     read-only by every tracker with those settings. Its methods are the pure
     functions of this module on ``Floats`` instead of arrays, with the same
-    results to rounding.
+    results to rounding; :meth:`estimate` gathers those a tracker reports.
     """
 
     __slots__ = (
@@ -234,6 +237,7 @@ class FilterTables:
         "_emission_columns",
         "_evidence",
         "_log_k",
+        "codec",
         "emissions",
         "k",
         "phases",
@@ -257,6 +261,9 @@ class FilterTables:
         self._evidence: dict[tuple[ToolCategory, ...], Floats] = {}
         self._log_k = math.log(self.k) if self.k > 1 else 0.0
         self.uniform: Floats = (1.0 / self.k,) * self.k
+        # A distribution as k native float64s in bytes, the trackers' form: exact,
+        # smaller than an array('d') and quicker to pack and unpack.
+        self.codec = struct.Struct(f"{self.k}d")
 
     def likelihood(self, categories: Sequence[ToolCategory]) -> Floats:
         """:func:`turn_likelihood` as floats (cached by evidence: few distinct turns recur)."""
@@ -293,26 +300,30 @@ class FilterTables:
             return normalize_floats(predicted)
         return tuple([x / total for x in posterior])
 
-    def entropy(self, q: Floats) -> float:
-        """:func:`entropy_of_distribution` of a distribution given as floats."""
-        if self.k <= 1:
-            return 0.0
-        h: float
-        if min(q) > 0.0:  # the filter's beliefs: no zero to skip
-            h = -sum(map(operator.mul, q, map(math.log, q)))
-        else:
-            h = -sum([x * math.log(x) for x in q if x > 0.0])
-        return min(1.0, max(0.0, h / self._log_k))
+    def estimate(self, q: Floats, source: PhaseSource) -> PhaseEstimate:
+        """The estimate of the distribution ``q``: its most likely phase, entropy and flip.
 
-    def flip(self, q: Floats, c: int) -> float:
-        """:func:`flip_probability` of ``q`` whose most likely phase is ``c``."""
-        stay: float = sum(map(operator.mul, q, self._columns[c]))
-        return min(1.0, max(0.0, 1.0 - stay))
+        ``q`` is a distribution (finite, non-negative). The phase is the first
+        most likely one on ties (as ``numpy.argmax``); the entropy is
+        :func:`entropy_of_distribution` and the flip probability
+        :func:`flip_probability`, on floats.
+        """
+        c = q.index(max(q))
+        entropy = 0.0
+        if self.k > 1:
+            h: float
+            try:  # the filter's beliefs have no zero
+                h = -sum(map(operator.mul, q, map(math.log, q)))
+            except ValueError:  # log(0): 0 log 0 counts as 0
+                h = -sum([x * math.log(x) for x in q if x > 0.0])
+            entropy = _clip01(h / self._log_k)
+        flip = _clip01(1.0 - sum(map(operator.mul, q, self._columns[c])))
+        return PhaseEstimate(self.phases[c], q[c], entropy, flip, source, q, self.phases)
 
 
-def argmax(q: Floats) -> int:
-    """The index of the largest value (the first one on ties, as ``numpy.argmax``)."""
-    return q.index(max(q))
+def _clip01(value: float) -> float:
+    """``value`` clipped to [0, 1] (as ``min(1.0, max(0.0, value))``; NaN gives 0.0)."""
+    return value if 0.0 < value < 1.0 else 1.0 if value >= 1.0 else 0.0
 
 
 @functools.lru_cache(maxsize=32)

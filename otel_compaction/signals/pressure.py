@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 from array import array
 from collections.abc import Sequence
+from typing import TypeAlias
 
 from otel_compaction.config import Settings
 from otel_compaction.model import Pressure
+
+Sizes: TypeAlias = "array[int] | tuple[int, ...]"
+"""The remembered tool-output sizes: 64-bit integers, or a tuple when one does not fit."""
 
 
 def token_fraction(context_tokens: float, window: float) -> float:
@@ -63,10 +66,11 @@ def attention_decay(
 class PressureTracker:
     """Keeps the last K tool-output sizes of one conversation and reports its pressure.
 
-    The sizes are replaced, not appended to, when a turn brings tool output,
-    and kept as 64-bit integers (``array('q')``: 8 bytes a size where a tuple
-    of ints takes 36), or as a tuple when one does not fit; an int subclass
-    such as ``bool`` reads back as a plain ``int``. An idle conversation keeps
+    The sizes are kept as 64-bit integers (``array('q')``: 8 bytes a size where
+    a tuple of ints takes 36), or as a tuple when one does not fit; once K are
+    kept, a turn's tool outputs are shifted into the array in place, whose
+    allocation stays exactly K long (appending would over-allocate). An int
+    subclass such as ``bool`` reads back as a plain ``int``. An idle conversation keeps
     about 150 bytes here (none before its first tool output), where a
     ``deque(maxlen=K)`` took about 760. The last pressure is kept as its
     inputs and rebuilt when asked for (:attr:`last`), not as an object.
@@ -80,7 +84,7 @@ class PressureTracker:
     def __init__(self, settings: Settings) -> None:
         # decay**j for j < K, shared; K is its length.
         self._weights = _decay_weights(settings.attention_window, settings.attention_decay)
-        self._sizes: Sequence[int] = ()
+        self._sizes: Sizes = ()
         self._context_tokens: int | None = None
         self._window = 0
         self._kept: Pressure | None = None  # the last pressure, once clear() changed the sizes
@@ -89,11 +93,8 @@ class PressureTracker:
         self, context_tokens: int, window: int, tool_output_tokens: Sequence[int] = ()
     ) -> Pressure:
         """Add this turn's tool outputs (oldest first) and return the pressure after it."""
-        new = tuple(tool_output_tokens)
-        if new:
-            k = len(self._weights)
-            sizes = (*self._sizes, *new)
-            self._sizes = _packed(sizes[len(sizes) - k :] if len(sizes) > k else sizes)
+        if tool_output_tokens:
+            self._sizes = _appended(self._sizes, tool_output_tokens, len(self._weights))
         self._context_tokens, self._window, self._kept = context_tokens, window, None
         return self._pressure(context_tokens, window)
 
@@ -107,23 +108,20 @@ class PressureTracker:
         return self._pressure(self._context_tokens, self._window)
 
     def _pressure(self, context_tokens: int, window: int) -> Pressure:
-        return Pressure(
-            context_tokens=context_tokens,
-            window=window,
-            token_fraction=token_fraction(context_tokens, window),
-            attention_decay=self._attention_decay(window),
-        )
-
-    def _attention_decay(self, window: float) -> float:
-        """:func:`attention_decay` of the remembered sizes (at most K, weights precomputed)."""
-        if not self._sizes or not window > 0:
-            return 0.0
-        total = 0.0
-        # At most K sizes are kept and there are K weights; zip stops at the shorter.
-        for weight, size in zip(self._weights, reversed(self._sizes), strict=False):
-            if size > 0:
-                total += weight * size
-        return _clip01(total / window)
+        # token_fraction and attention_decay (weights precomputed), inline: every turn
+        # runs this. Both quotients are >= 0 here, so only the upper clip can apply.
+        fraction = decay = 0.0
+        if window > 0:
+            if context_tokens > 0:
+                fraction = min(1.0, context_tokens / window)
+            if self._sizes:
+                total = 0.0
+                # At most K sizes are kept and there are K weights; zip stops at the shorter.
+                for weight, size in zip(self._weights, reversed(self._sizes), strict=False):
+                    if size > 0:
+                        total += weight * size
+                decay = min(1.0, total / window)
+        return Pressure(context_tokens, window, fraction, decay)
 
     def clear(self) -> None:
         """Forget the remembered tool outputs (e.g. after a compaction pruned them).
@@ -140,7 +138,26 @@ class PressureTracker:
         return tuple(self._sizes)
 
 
-def _packed(sizes: tuple[int, ...]) -> Sequence[int]:
+def _appended(sizes: Sizes, new: Sequence[int], k: int) -> Sizes:
+    """The newest ``k`` of ``sizes`` followed by ``new``, packed as by :func:`_packed`.
+
+    A full array takes ``new`` in place (the usual turn: no tuple, no new K-long array).
+    """
+    n = len(new)
+    if isinstance(sizes, array) and len(sizes) == k and n <= k:
+        try:
+            tail = array("q", new)
+        except (OverflowError, TypeError):
+            pass
+        else:
+            sizes[: k - n] = sizes[n:]
+            sizes[k - n :] = tail
+            return sizes
+    combined = (*sizes, *new)
+    return _packed(combined[len(combined) - k :] if len(combined) > k else combined)
+
+
+def _packed(sizes: tuple[int, ...]) -> Sizes:
     """``sizes`` as 64-bit integers, or as given when one is not an int that fits."""
     try:
         return array("q", sizes)
@@ -160,6 +177,5 @@ def _decay_weights(k: int, decay: float) -> tuple[float, ...]:
 
 
 def _clip01(value: float) -> float:
-    if math.isnan(value):
-        return 0.0
-    return min(1.0, max(0.0, value))
+    """``value`` clipped to [0, 1]; NaN, -0.0 and anything not above 0 give 0.0."""
+    return value if 0.0 < value < 1.0 else 1.0 if value >= 1.0 else 0.0

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from otel_compaction.config import Settings
 from otel_compaction.model import PhaseReport
+from otel_compaction.semconv import PhaseSource
 from otel_compaction.signals import PhaseTracker, PressureTracker, attention_decay
 from otel_compaction.signals.phase_model import (
     entropy_of_distribution,
@@ -40,7 +41,7 @@ ANY_FLOAT = st.floats(allow_nan=True, allow_infinity=True)
 def test_filter_tables_match_the_numpy_functions(
     phases: tuple[str, ...], stickiness: float, weights: list[float], evidence: list[ToolCategory]
 ) -> None:
-    """One filter step, its likelihood, entropy and flip probability equal numpy's to 1e-12."""
+    """One filter step, its likelihood and its estimate's phase, entropy and flip equal numpy's."""
     tables = filter_tables(phases, stickiness)
     belief = normalize(weights[: len(phases)])
     likelihood = turn_likelihood(tables.emissions, evidence)
@@ -48,10 +49,11 @@ def test_filter_tables_match_the_numpy_functions(
     expected = filter_step(belief, tables.transitions, likelihood)
     got = tables.step(tuple(belief.tolist()), tables.likelihood(evidence))
     assert np.allclose(got, expected, rtol=0, atol=1e-12)
-    assert math.isclose(tables.entropy(got), entropy_of_distribution(expected), abs_tol=1e-12)
-    c = int(np.argmax(expected))
+    estimate, q = tables.estimate(got, PhaseSource.INFERRED), np.array(got)
+    assert estimate.name == phases[int(np.argmax(q))]
+    assert math.isclose(estimate.entropy, entropy_of_distribution(q), abs_tol=1e-12)
     assert math.isclose(
-        tables.flip(got, c), flip_probability(expected, tables.transitions), abs_tol=1e-12
+        estimate.transition_likelihood, flip_probability(q, tables.transitions), abs_tol=1e-12
     )
 
 
