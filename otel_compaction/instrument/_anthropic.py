@@ -24,6 +24,7 @@ from otel_compaction.instrument._api import (
 )
 from otel_compaction.instrument._messages import plain
 from otel_compaction.semconv import CompactionMode
+from otel_compaction.signals.tools import reads_arguments
 
 TRIGGER_AUTO = "auto"
 TRIGGER_SUMMARIZE = "summarize"
@@ -114,10 +115,16 @@ def _read_usage(info: ResponseInfo, usage: Any) -> None:
 def _read_block(info: ResponseInfo, block: Any, request: RequestInfo) -> None:
     kind = field_of(block, "type")
     if kind == "tool_use" or kind == "server_tool_use":
-        name = field_of(block, "name")
-        info.tool_calls.append(str(name))
-        arguments = field_of(block, "input")
-        info.tool_arguments.append(_json(arguments))
+        name = str(field_of(block, "name"))
+        info.tool_calls.append(name)
+        # Only shell and editor tools are categorised by their arguments: the others'
+        # are not encoded (a JSON encode per tool call, for nothing).
+        reads = _READS_ARGUMENTS.get(name)
+        if reads is None:
+            reads = reads_arguments(name)
+            if len(_READS_ARGUMENTS) < _MAX_TOOL_NAMES:
+                _READS_ARGUMENTS[name] = reads
+        info.tool_arguments.append(_json(field_of(block, "input")) if reads else None)
     elif kind == "text":
         text = field_of(block, "text")
         if isinstance(text, str):
@@ -160,6 +167,10 @@ def _read_edits(info: ResponseInfo, management: Any) -> None:
             cleared=cleared,
         )
     )
+
+
+_READS_ARGUMENTS: dict[str, bool] = {}
+_MAX_TOOL_NAMES = 1024
 
 
 # What ``json.dumps(value, default=str)`` builds on every call, built once.

@@ -22,19 +22,44 @@ def field_of(value: Any, name: str) -> Any:
     if value is None:
         return None
     kind = type(value)
-    mapping = _IS_MAPPING.get(kind)
-    if mapping is None:
-        mapping = isinstance(value, Mapping)
-        if len(_IS_MAPPING) < _MAX_KINDS:
-            _IS_MAPPING[kind] = mapping
-    if mapping:
+    shape = _SHAPES.get(kind)
+    if shape is None:
+        shape = _shape(kind)
+        if len(_SHAPES) < _MAX_KINDS:
+            _SHAPES[kind] = shape
+    if shape is _MAPPING:
         return value.get(name)
+    if shape is not _OTHER:
+        # A pydantic v2 model: its fields live in the instance dict. A name it lacks is
+        # answered here, not by getattr: pydantic's __getattr__ raises and catches an
+        # AttributeError for it (a beta-only field read on a plain Message: ~3 µs).
+        found = value.__dict__.get(name, _ABSENT)
+        if found is not _ABSENT:
+            return found
+        if name not in shape and name[:1] != "_":
+            extra = getattr(value, "__pydantic_extra__", None)
+            return extra.get(name) if extra else None
     return getattr(value, name, None)
 
 
-# Whether a type is a Mapping, by type: the ABC check costs more than the read itself, and a
+_ABSENT = object()
+_MAPPING: frozenset[str] = frozenset({"<mapping>"})
+_OTHER: frozenset[str] = frozenset({"<other>"})
+
+
+def _shape(kind: type) -> frozenset[str]:
+    """How :func:`field_of` reads a type: as a mapping, as a pydantic v2 model (the names
+    its class defines, which getattr must resolve), or by getattr."""
+    if issubclass(kind, Mapping):
+        return _MAPPING
+    if hasattr(kind, "__pydantic_extra__") and hasattr(kind, "__pydantic_fields__"):
+        return frozenset(dir(kind))
+    return _OTHER
+
+
+# How each type is read, by type: the ABC check costs more than the read itself, and a
 # response is read field by field (some twenty reads per call on the same few SDK classes).
-_IS_MAPPING: dict[type, bool] = {dict: True}
+_SHAPES: dict[type, frozenset[str]] = {dict: _MAPPING}
 _MAX_KINDS = 512
 
 

@@ -170,7 +170,7 @@ def _name_keys(name: str) -> tuple[str, str]:
     return key, re.split(r"__|\.|/", key)[-1] if key not in SHELL_TOOLS else key
 
 
-def _reads_arguments(name: str, overrides: Mapping[str, str] | None = None) -> bool:
+def reads_arguments(name: str, overrides: Mapping[str, str] | None = None) -> bool:
     """Whether :func:`categorize_tool` looks at the arguments of ``name`` (shell and editor
     tools without an override); for any other name the arguments change nothing."""
     if overrides and _override(name, overrides) is not None:
@@ -282,7 +282,7 @@ class ToolCategorizer:
             if len(self._cache) >= self.MAX_CACHED:
                 self._cache.clear()
             overrides = self._overrides
-            entry = (categorize_tool(name, None, overrides), _reads_arguments(name, overrides))
+            entry = (categorize_tool(name, None, overrides), reads_arguments(name, overrides))
             self._cache[name] = entry
         if arguments is None or not entry[1]:
             return entry[0]
