@@ -34,13 +34,16 @@ from otel_compaction.instrument._scope import ConversationRef
 from otel_compaction.instrument._spans import end_with_error, response_attributes
 from otel_compaction.model import TurnAnalysis, TurnObservation
 
+_ENDING = threading.Lock()
+"""Makes ``finish`` run once per call (held for a flag's test and set only: one lock for
+all calls rather than one built per call)."""
+
 
 class InferenceCall:
     """The state of one call between ``begin`` and ``finish``."""
 
     __slots__ = (
         "_ended",
-        "_lock",
         "conversation",
         "framework",
         "internal",
@@ -79,7 +82,6 @@ class InferenceCall:
         self.start_ns = time.time_ns()
         self.started = time.monotonic()
         self._ended = False
-        self._lock = threading.Lock()
 
     # ------------------------------------------------------------ activation
 
@@ -112,7 +114,7 @@ class InferenceCall:
 
     def finish(self, response: ResponseInfo | None, error: BaseException | None = None) -> None:
         """Analyse and emit everything of this call; the second and later calls do nothing."""
-        with self._lock:
+        with _ENDING:
             if self._ended:
                 return
             self._ended = True

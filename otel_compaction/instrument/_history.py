@@ -60,7 +60,8 @@ class _History:
     conversation_id: str
     anchor: int
     system_key: int
-    messages: tuple[Any, ...]
+    messages: list[Any]
+    """The last request's messages (a copy, extended in place by the next call's new ones)."""
     facts: list[MessageFacts]
     last_used: float
     chars: int = 0
@@ -68,9 +69,10 @@ class _History:
     tail_keys: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Placement:
-    """Where a request belongs and what it brings.
+    """Where a request belongs and what it brings (not to be changed once built; not
+    frozen, since one is built on every LLM call and a frozen one costs twice as much).
 
     Args:
         conversation_id: the conversation (given or inferred).
@@ -103,9 +105,35 @@ def _extends(history: _History, messages: tuple[Any, ...]) -> bool:
     if len(messages) < count:
         return False
     try:
-        return messages[:count] == history.messages
+        return list(messages[:count]) == history.messages
     except Exception:  # noqa: BLE001 - a foreign __eq__ may raise: then it is no prefix
         return False
+
+
+def _grow(history: _History, messages: Sequence[Any]) -> list[Any] | None:
+    """The messages ``messages`` adds to the history's last request, if it extends it
+    (the history's copy is then extended to equal it); None, the copy unchanged, if not.
+
+    The two lists are compared whole, after the copy took the new messages: list
+    equality checks identity first, so the common case compares pointers without
+    touching the messages, where slicing and copying the request would count a
+    reference to each of them twice (measurable at 2,000 messages, after the SDK's
+    request has evicted them from the CPU caches).
+    """
+    old = history.messages
+    count = len(old)
+    if len(messages) < count:
+        return None
+    added = list(messages[count:])
+    old.extend(added)
+    try:
+        same = old == messages if isinstance(messages, list) else tuple(old) == messages
+    except Exception:  # noqa: BLE001 - a foreign __eq__ may raise: then it is no prefix
+        same = False
+    if not same:
+        del old[count:]
+        return None
+    return added
 
 
 @dataclass
@@ -132,6 +160,8 @@ class HistoryTracker:
         default_factory=OrderedDict, init=False
     )
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _now: float = field(default=0.0, init=False)
+    """The clock at the start of the current placement (read once per call, by ``_expire``)."""
     _oldest_used: float = field(default=-math.inf, init=False)
     """A lower bound of the oldest history's ``last_used`` (histories are kept in the
     order of use, so it only grows): ``_expire`` has nothing to do while it is recent."""
@@ -141,13 +171,12 @@ class HistoryTracker:
 
     def place(self, given_id: str | None, system: Any, messages: Sequence[Any]) -> Placement:
         """Place one request and remember its history as its conversation's last."""
-        msgs = tuple(messages)
         system_key = fingerprint(system)[0] if system else 0
         with self._lock:
             self._expire()
             if given_id is not None:
-                return self._place_given(given_id, system_key, msgs)
-            return self._place_inferred(system_key, msgs)
+                return self._place_given(given_id, system_key, messages)
+            return self._place_inferred(system_key, messages)
 
     def find(self, system: Any, messages: Sequence[Any]) -> str | None:
         """The conversation a request (e.g. a summarizer's) continues, without recording it.
@@ -185,10 +214,13 @@ class HistoryTracker:
 
     # ------------------------------------------------------------ placement
 
-    def _place_given(self, cid: str, system_key: int, msgs: tuple[Any, ...]) -> Placement:
+    def _place_given(self, cid: str, system_key: int, messages: Sequence[Any]) -> Placement:
         history = self._by_id.get(cid)
-        if history is not None and _extends(history, msgs):
-            return self._extend(history, msgs, inferred=False)
+        if history is not None:
+            added = _grow(history, messages)
+            if added is not None:
+                return self._extend(history, added, inferred=False)
+        msgs = tuple(messages)
         facts = [describe(m) for m in msgs]
         if history is None:
             return self._store(cid, system_key, msgs, facts, inferred=False, first=True)
@@ -198,7 +230,7 @@ class HistoryTracker:
             cid, system_key, msgs, facts, inferred=False, rewrite=rewrite, start=start
         )
 
-    def _head(self, msgs: tuple[Any, ...]) -> list[MessageFacts]:
+    def _head(self, msgs: Sequence[Any]) -> list[MessageFacts]:
         """Facts of the anchor messages, cached by identity (the same task dict every call)."""
         head: list[MessageFacts] = []
         for message in msgs[:ANCHOR_MESSAGES]:
@@ -215,13 +247,15 @@ class HistoryTracker:
                 break
         return head
 
-    def _place_inferred(self, system_key: int, msgs: tuple[Any, ...]) -> Placement:
-        head = self._head(msgs)
+    def _place_inferred(self, system_key: int, messages: Sequence[Any]) -> Placement:
+        head = self._head(messages)
         anchor = _anchor(system_key, head)
         candidates = [self._by_id[c] for c in reversed(self._by_anchor.get(anchor, ()))]
         for history in candidates:
-            if _extends(history, msgs):
-                return self._extend(history, msgs, inferred=True)
+            added = _grow(history, messages)
+            if added is not None:
+                return self._extend(history, added, inferred=True)
+        msgs = tuple(messages)
         facts = head + [describe(m) for m in msgs[len(head) :]]
         for history in candidates:
             rewrite = self._rewrite(history, facts, msgs)
@@ -297,21 +331,25 @@ class HistoryTracker:
 
     # ------------------------------------------------------------ storage
 
-    def _extend(self, history: _History, msgs: tuple[Any, ...], *, inferred: bool) -> Placement:
-        new = [describe(m) for m in msgs[len(history.messages) :]]
+    def _extend(self, history: _History, added: list[Any], *, inferred: bool) -> Placement:
+        """The placement of a request that extends ``history`` by ``added`` (already taken
+        into its copy of the messages by :func:`_grow`)."""
+        try:
+            new = [describe(m) for m in added]
+        except BaseException:
+            # The copy must stay aligned with the facts: take the messages back out.
+            del history.messages[len(history.facts) :]
+            raise
+        chars = history.chars
+        for fact in new:
+            chars += fact.chars
         history.facts.extend(new)
-        history.chars += sum(f.chars for f in new)
-        history.messages = msgs
+        history.chars = chars
         history.expected = ()
-        history.last_used = self.clock()
+        history.last_used = self._now
         self._by_id.move_to_end(history.conversation_id)
-        self._index_tail(history)
-        return Placement(
-            history.conversation_id,
-            inferred,
-            tuple(new),
-            context_chars=history.chars,
-        )
+        self._advance_tail(history, [f.key for f in new])
+        return Placement(history.conversation_id, inferred, tuple(new), context_chars=chars)
 
     def _store(
         self,
@@ -328,7 +366,7 @@ class HistoryTracker:
         self._drop(cid)
         chars = sum(f.chars for f in facts)
         history = _History(
-            cid, _anchor(system_key, facts), system_key, msgs, facts, self.clock(), chars
+            cid, _anchor(system_key, facts), system_key, list(msgs), facts, self._now, chars
         )
         self._by_id[cid] = history
         peers = self._by_anchor.setdefault(history.anchor, [])
@@ -358,6 +396,19 @@ class HistoryTracker:
         for key in new:
             by_tail[key] = cid
 
+    def _advance_tail(self, history: _History, added: list[int]) -> None:
+        """:meth:`_index_tail` after ``added`` keys were appended to the history's facts:
+        only the keys that left the tail are looked at (the tail was the facts' last)."""
+        old = history.tail_keys
+        new = (*old, *added)[-TAIL_KEYS:]
+        history.tail_keys = new
+        cid, by_tail = history.conversation_id, self._by_tail
+        for key in old[: max(len(old) + len(added) - TAIL_KEYS, 0)]:
+            if key not in new and by_tail.get(key) == cid:
+                del by_tail[key]
+        for key in new:
+            by_tail[key] = cid
+
     def _drop(self, cid: str) -> None:
         history = self._by_id.pop(cid, None)
         if history is None:
@@ -373,7 +424,8 @@ class HistoryTracker:
                 del self._by_tail[key]
 
     def _expire(self) -> None:
-        limit = self.clock() - self.idle_seconds
+        self._now = now = self.clock()
+        limit = now - self.idle_seconds
         if self._oldest_used >= limit:
             return  # nothing can be idle yet: the oldest history was used after the limit
         while self._by_id:

@@ -21,11 +21,15 @@ _TOOL_RESULT_TYPES = frozenset({"tool_result", "function_call_output", "tool"})
 _SUMMARY_TYPES = frozenset({"compaction"})
 _USER_ROLES = frozenset({"user", "tool", "function", "function_call_output", "tool_result"})
 _MAX_DEPTH = 12
+_ONLY_STR = {str}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MessageFacts:
     """What conversation and compaction inference need to know of one message.
+
+    Never changed once built (not frozen: two are built on every LLM call, and a frozen
+    dataclass costs nearly three times as much to build).
 
     Args:
         key: structural fingerprint of the message (role and content).
@@ -98,15 +102,16 @@ def _fingerprint_any(value: Any, depth: int) -> tuple[int, int]:
 
 
 def _mapping(value: Mapping[Any, Any], depth: int) -> tuple[int, int]:
-    """Order-independent: the frozenset of ``(key, digest)`` of the non-None items."""
-    items = []
+    """Order-independent: the frozenset of ``(key, digest)`` of the non-None items (a
+    string item is its own digest, so a block of strings is ``frozenset(block.items())``)."""
+    items: list[tuple[Any, str | int]] = []
     chars = 0
     depth += 1
     for key, item in value.items():
         if item is None:
             continue
         if type(item) is str:
-            items.append((key, hash(item)))
+            items.append((key, item))  # the string itself: its hash is cached on it
             chars += len(item)
             continue
         digest, size = _item(item, depth)
@@ -195,8 +200,9 @@ def describe(message: Any) -> MessageFacts:
 
 
 def _describe_blocks(message: dict[str, Any], content: list[Any]) -> MessageFacts | None:
-    """:func:`_describe_any` of a plain message whose content is a list of plain blocks, in
-    one walk (the common shape, two of them new on every call); None for any other shape.
+    """:func:`_describe_any` of a plain message whose content is a list of blocks (dicts or
+    SDK models), in one walk (the common shape, two of them new on every call); None for
+    any other shape.
 
     The key and sizes are the ones :func:`fingerprint` and :func:`_describe_any` give: the
     same digests, built in the same order at the same depths.
@@ -207,14 +213,29 @@ def _describe_blocks(message: dict[str, Any], content: list[Any]) -> MessageFact
     summary: str | None = None
     for part in content:
         if type(part) is not dict:
-            return None
-        items = []
+            # An SDK block (the response's own content appended as it is, as the
+            # providers' examples do): read through one model_dump, as the general
+            # reader would read it, but once rather than twice.
+            part = plain(part)
+            if type(part) is not dict:
+                return None
+        if set(map(type, part.values())) == _ONLY_STR:
+            # A block of strings (text, a tool result's text): its digest and size in C.
+            digests.append(hash(frozenset(part.items())))
+            chars += sum(map(len, part.values()))
+            kind = part.get("type")
+            if kind in _TOOL_RESULT_TYPES:
+                tool_results.append(len(part.get("content") or part.get("output") or ""))
+            elif kind in _SUMMARY_TYPES:
+                summary = _summary_of(part) or summary
+            continue
+        items: list[tuple[Any, str | int]] = []
         size = content_size = output_size = 0
         for name, item in part.items():
             if item is None:
                 continue
             if type(item) is str:
-                items.append((name, hash(item)))
+                items.append((name, item))
                 n = len(item)
             else:
                 digest, n = _item(item, 3)  # message 0, content list 1, block 2, its items 3
@@ -236,7 +257,7 @@ def _describe_blocks(message: dict[str, Any], content: list[Any]) -> MessageFact
         if item is None or name == "content":
             continue
         if type(item) is str:
-            items.append((name, hash(item)))
+            items.append((name, item))
             chars += len(item)
         else:
             digest, n = _item(item, 1)

@@ -153,3 +153,54 @@ def test_a_retry_from_an_earlier_point_is_no_compaction() -> None:
     assert again.conversation_id == placement.conversation_id
     assert again.rewrite is None
     assert [f.role for f in again.new_facts] == ["user"]
+
+
+def test_a_middle_message_replaced_in_place_is_a_rewrite_not_an_extension() -> None:
+    """The history's copy is compared whole: a tool output cleared in the caller's list
+    (same length, one message swapped) is seen, and a failed match leaves the copy as it
+    was, so the next request is compared with the last one really sent."""
+    tracker = HistoryTracker()
+    history: list[Any] = [{"role": "user", "content": "task"}]
+    for i in range(6):
+        _grow(history, i)
+    first = tracker.place(None, "system", history)
+    history[2] = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "t0", "content": "[cleared]"}],
+    }
+    _grow(history, 6)
+    second = tracker.place(None, "system", history)
+    assert second.conversation_id == first.conversation_id
+    assert second.rewrite is not None
+    assert second.rewrite.mode is CompactionMode.PRUNE
+    _grow(history, 7)
+    third = tracker.place(None, "system", history)
+    assert third.rewrite is None
+    assert [f.role for f in third.new_facts] == ["assistant", "user"]
+
+
+def test_a_tuple_history_extends_like_a_list() -> None:
+    """Requests may carry a tuple of messages; the comparison does not depend on it."""
+    tracker = HistoryTracker()
+    history: list[Any] = [{"role": "user", "content": "task"}]
+    first = tracker.place(None, "system", tuple(history))
+    _grow(history, 1)
+    second = tracker.place(None, "system", tuple(history))
+    assert second.conversation_id == first.conversation_id
+    assert len(second.new_facts) == 2
+    assert second.rewrite is None
+
+
+def test_the_tail_index_follows_the_last_messages() -> None:
+    """After extensions, exactly the last TAIL_KEYS keys point at the conversation."""
+    from otel_compaction.instrument._history import TAIL_KEYS
+
+    tracker = HistoryTracker()
+    history: list[Any] = [{"role": "user", "content": "task"}]
+    tracker.place(None, "system", history)
+    for i in range(10):
+        _grow(history, i)
+        placement = tracker.place(None, "system", history)
+    cid = placement.conversation_id
+    keys = [describe(m).key for m in history]
+    assert {k for k, c in tracker._by_tail.items() if c == cid} == set(keys[-TAIL_KEYS:])

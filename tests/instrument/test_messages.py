@@ -67,3 +67,17 @@ def test_tool_result_sizes_and_summaries() -> None:
     assert facts.tool_results == (10, 4)
     assert facts.summary == "second"
     assert facts == _describe_any(message)
+
+
+def test_sdk_blocks_read_as_their_dicts() -> None:
+    """An assistant message holding the response's own SDK blocks (as the providers'
+    examples append it) has the facts of the same message with the blocks as dicts."""
+    from anthropic.types import TextBlock, ToolUseBlock
+
+    blocks = [
+        TextBlock(type="text", text="I will look."),
+        ToolUseBlock(type="tool_use", id="toolu_1", name="grep", input={"pattern": "def f"}),
+    ]
+    message = {"role": "assistant", "content": blocks}
+    dumped = {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in blocks]}
+    assert describe(message) == _describe_any(message) == describe(dumped)
