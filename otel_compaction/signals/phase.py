@@ -181,11 +181,8 @@ class PhaseTracker:
             self._pending_report = False
             estimate = self._estimate()
         else:
-            tables = self._tables
-            belief = tables.step(tables.codec.unpack(self._belief), tables.likelihood(evidence))
-            self._belief = tables.codec.pack(*belief)
+            self._belief, estimate = self._tables.advance(self._belief, tuple(evidence))
             self._source = PhaseSource.INFERRED
-            estimate = tables.estimate(belief, PhaseSource.INFERRED)
         name = estimate.name
         previous, self._last_name = self._last_name, name
         if previous is None or previous == name:

@@ -221,6 +221,7 @@ Floats = tuple[float, ...]
 """A distribution or likelihood over the phases as plain floats (the filter's hot form)."""
 
 _MAX_CACHED_EVIDENCE = 256
+_MAX_CACHED_STEPS = 1024
 
 
 class FilterTables:
@@ -237,6 +238,7 @@ class FilterTables:
         "_emission_columns",
         "_evidence",
         "_log_k",
+        "_steps",
         "codec",
         "emissions",
         "k",
@@ -259,6 +261,7 @@ class FilterTables:
             for category, index in _COLUMN.items()
         }
         self._evidence: dict[tuple[ToolCategory, ...], Floats] = {}
+        self._steps: dict[tuple[bytes, tuple[ToolCategory, ...]], tuple[bytes, PhaseEstimate]] = {}
         self._log_k = math.log(self.k) if self.k > 1 else 0.0
         self.uniform: Floats = (1.0 / self.k,) * self.k
         # A distribution as k native float64s in bytes, the trackers' form: exact,
@@ -299,6 +302,27 @@ class FilterTables:
         if not total > 0.0:
             return normalize_floats(predicted)
         return tuple([x / total for x in posterior])
+
+    def advance(
+        self, packed: bytes, evidence: tuple[ToolCategory, ...]
+    ) -> tuple[bytes, PhaseEstimate]:
+        """One inferred step from a belief packed by :attr:`codec`: the next belief, packed,
+        and its estimate.
+
+        Memoized (bounded): the step is a pure function of the belief and the evidence,
+        and both recur, since every conversation starts from the uniform belief, agents
+        repeat their tools, and a belief under repeated evidence settles on a fixed point.
+        The estimate is immutable and shared between the trackers that reach it.
+        """
+        key = (packed, evidence)
+        found = self._steps.get(key)
+        if found is None:
+            belief = self.step(self.codec.unpack(packed), self.likelihood(evidence))
+            found = (self.codec.pack(*belief), self.estimate(belief, PhaseSource.INFERRED))
+            if len(self._steps) >= _MAX_CACHED_STEPS:
+                self._steps.clear()
+            self._steps[key] = found
+        return found
 
     def estimate(self, q: Floats, source: PhaseSource) -> PhaseEstimate:
         """The estimate of the distribution ``q``: its most likely phase, entropy and flip.

@@ -283,3 +283,20 @@ def test_transition_likelihood_of_certain_belief_is_one_minus_stickiness() -> No
     """A certain belief flips with probability 1 - A[c, c]."""
     a = transition_matrix(4, 0.85)
     assert transition_likelihood([0, 1, 0, 0], a) == pytest.approx(0.15)
+
+
+def test_trackers_on_the_same_evidence_share_their_steps() -> None:
+    """The memoized step gives every tracker what the filter gives: a second tracker fed
+    the same turns reaches equal estimates (the same objects, from the memo), and the
+    memo's clearing changes nothing."""
+    from otel_compaction.signals.tools import ToolCategory
+
+    turns = [(ToolCategory.READ,), (ToolCategory.READ, ToolCategory.EDIT), (), (ToolCategory.TEST,)]
+    first, second = PhaseTracker(Settings()), PhaseTracker(Settings())
+    a = [first.observe_categories(t) for t in turns * 5]
+    b = [second.observe_categories(t) for t in turns * 5]
+    assert a == b
+    assert all(x is y for x, y in zip(a, b, strict=True))
+    first._tables._steps.clear()
+    third = PhaseTracker(Settings())
+    assert [third.observe_categories(t) for t in turns * 5] == a
