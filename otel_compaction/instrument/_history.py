@@ -39,6 +39,10 @@ from otel_compaction.instrument._rewrite import Rewrite, infer_rewrite
 
 MAX_HISTORIES = 1024
 """Conversations whose last history is kept for inference."""
+MAX_MESSAGES = 50_000
+"""Messages kept over all those histories: the tracker holds references to the agent's
+message objects, so a process that ran many long conversations must not keep them all alive
+until they expire (the least recently used histories go first, never the current one)."""
 MAX_PER_ANCHOR = 8
 TAIL_KEYS = 8
 MAX_SUMMARIES = 4096
@@ -145,12 +149,14 @@ class HistoryTracker:
             turns verbatim is ``extractive`` rather than ``lossy``.
         idle_seconds: histories unused this long are forgotten.
         max_histories: bound on remembered histories (LRU).
+        max_messages: bound on the messages of all remembered histories (LRU).
         clock: monotonic seconds.
     """
 
     extractive_tail_turns: int = 8
     idle_seconds: float = 3600.0
     max_histories: int = MAX_HISTORIES
+    max_messages: int = MAX_MESSAGES
     clock: Callable[[], float] = time.monotonic
     _by_id: OrderedDict[str, _History] = field(default_factory=OrderedDict, init=False)
     _by_anchor: dict[int, list[str]] = field(default_factory=dict, init=False)
@@ -160,6 +166,8 @@ class HistoryTracker:
         default_factory=OrderedDict, init=False
     )
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _retained: int = field(default=0, init=False)
+    """Messages held by all histories (``max_messages`` bounds it)."""
     _now: float = field(default=0.0, init=False)
     """The clock at the start of the current placement (read once per call, by ``_expire``)."""
     _oldest_used: float = field(default=-math.inf, init=False)
@@ -349,6 +357,8 @@ class HistoryTracker:
         history.last_used = self._now
         self._by_id.move_to_end(history.conversation_id)
         self._advance_tail(history, [f.key for f in new])
+        self._retained += len(added)
+        self._bound()
         return Placement(history.conversation_id, inferred, tuple(new), context_chars=chars)
 
     def _store(
@@ -373,8 +383,8 @@ class HistoryTracker:
         peers.append(cid)
         del peers[:-MAX_PER_ANCHOR]
         self._index_tail(history)
-        while len(self._by_id) > self.max_histories:
-            self._drop(next(iter(self._by_id)))
+        self._retained += len(history.messages)
+        self._bound()
         return Placement(
             cid,
             inferred,
@@ -409,10 +419,19 @@ class HistoryTracker:
         for key in new:
             by_tail[key] = cid
 
+    def _bound(self) -> None:
+        """Forget the least recently used histories beyond the bounds (not the newest)."""
+        by_id = self._by_id
+        while len(by_id) > self.max_histories or (
+            self._retained > self.max_messages and len(by_id) > 1
+        ):
+            self._drop(next(iter(by_id)))
+
     def _drop(self, cid: str) -> None:
         history = self._by_id.pop(cid, None)
         if history is None:
             return
+        self._retained -= len(history.messages)
         peers = self._by_anchor.get(history.anchor)
         if peers is not None:
             if cid in peers:

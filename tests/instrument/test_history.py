@@ -204,3 +204,26 @@ def test_the_tail_index_follows_the_last_messages() -> None:
     cid = placement.conversation_id
     keys = [describe(m).key for m in history]
     assert {k for k, c in tracker._by_tail.items() if c == cid} == set(keys[-TAIL_KEYS:])
+
+
+def test_messages_kept_over_all_histories_are_bounded() -> None:
+    """Histories hold the agent's message objects: beyond ``max_messages`` the least
+    recently used ones are forgotten, never the conversation just placed."""
+    tracker = HistoryTracker(max_messages=10)
+    histories: list[list[Any]] = []
+    for task in range(3):
+        history: list[Any] = [{"role": "user", "content": f"task {task}"}]
+        for i in range(2):
+            _grow(history, 100 * task + i)  # no message shared between the conversations
+        tracker.place(None, "system", history)
+        histories.append(history)
+    assert len(tracker) == 2  # 5 messages each: the first conversation went
+    assert tracker._retained == 10
+    big = histories[2]
+    for i in range(2, 10):
+        _grow(big, 200 + i)
+    placement = tracker.place(None, "system", big)
+    assert len(tracker) == 1  # the current one stays even above the bound
+    assert placement.rewrite is None
+    assert len(placement.new_facts) == 16
+    assert tracker._retained == len(big)
