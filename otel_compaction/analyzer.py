@@ -27,7 +27,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from otel_compaction.config import Settings
 from otel_compaction.detectors import DEFAULT_DETECTORS, DetectionContext, Detector, run_detectors
@@ -53,6 +53,8 @@ from otel_compaction.signals.windows import context_window
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
+K = TypeVar("K")
+V = TypeVar("V")
 FindingListener = Callable[[Finding], None]
 
 LOCK_STRIPES = 64
@@ -277,27 +279,28 @@ class ConversationAnalyzer:
 
 def _parse_category(value: str) -> ToolCategory | None:
     """:func:`parse_category`, cached: spans repeat a handful of category names."""
-    try:
-        return _parsed_categories[value]
-    except KeyError:
-        pass
-    if len(_parsed_categories) >= _MAX_PARSED:
-        _parsed_categories.clear()
-    found = _parsed_categories[value] = parse_category(value)
-    return found
+    return _cached(_parsed_categories, value, parse_category)
 
 
 def _category_values(categories: tuple[ToolCategory, ...]) -> tuple[str, ...]:
     """The categories' values, cached: a turn's calls fall into a handful of combinations."""
+    return _cached(_category_values_cache, categories, _values_of)
+
+
+def _values_of(categories: tuple[ToolCategory, ...]) -> tuple[str, ...]:
+    return tuple(map(_CATEGORY_VALUES.__getitem__, categories))
+
+
+def _cached(cache: dict[K, V], key: K, compute: Callable[[K], V]) -> V:
+    """``compute(key)`` through ``cache``, which is emptied when it reaches ``_MAX_PARSED``."""
     try:
-        return _category_values_cache[categories]
+        return cache[key]
     except KeyError:
         pass
-    if len(_category_values_cache) >= _MAX_PARSED:
-        _category_values_cache.clear()
-    values = tuple(map(_CATEGORY_VALUES.__getitem__, categories))
-    _category_values_cache[categories] = values
-    return values
+    if len(cache) >= _MAX_PARSED:
+        cache.clear()
+    found = cache[key] = compute(key)
+    return found
 
 
 def compacted_tokens(obs: CompactionObservation) -> int | None:

@@ -21,7 +21,7 @@ _TOOL_RESULT_TYPES = frozenset({"tool_result", "function_call_output", "tool"})
 _SUMMARY_TYPES = frozenset({"compaction"})
 _USER_ROLES = frozenset({"user", "tool", "function", "function_call_output", "tool_result"})
 _MAX_DEPTH = 12
-_ONLY_STR = {str}
+_ONLY_STR = frozenset({str})
 
 
 @dataclass(slots=True)

@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from otel_compaction.model import PhaseEstimate
 from otel_compaction.semconv import PhaseSource
+from otel_compaction.signals.pressure import clip01
 from otel_compaction.signals.tools import CATEGORIES, ToolCategory
 
 FloatArray = npt.NDArray[np.float64]
@@ -340,14 +341,9 @@ class FilterTables:
                 h = -sum(map(operator.mul, q, map(math.log, q)))
             except ValueError:  # log(0): 0 log 0 counts as 0
                 h = -sum([x * math.log(x) for x in q if x > 0.0])
-            entropy = _clip01(h / self._log_k)
-        flip = _clip01(1.0 - sum(map(operator.mul, q, self._columns[c])))
+            entropy = clip01(h / self._log_k)
+        flip = clip01(1.0 - sum(map(operator.mul, q, self._columns[c])))
         return PhaseEstimate(self.phases[c], q[c], entropy, flip, source, q, self.phases)
-
-
-def _clip01(value: float) -> float:
-    """``value`` clipped to [0, 1] (as ``min(1.0, max(0.0, value))``; NaN gives 0.0)."""
-    return value if 0.0 < value < 1.0 else 1.0 if value >= 1.0 else 0.0
 
 
 @functools.lru_cache(maxsize=32)

@@ -34,7 +34,7 @@ def token_fraction(context_tokens: float, window: float) -> float:
     """
     if not window > 0 or not context_tokens > 0:
         return 0.0
-    return _clip01(context_tokens / window)
+    return clip01(context_tokens / window)
 
 
 def attention_decay(
@@ -60,7 +60,7 @@ def attention_decay(
         if size > 0:
             total += weight * size
         weight *= decay
-    return _clip01(total / window)
+    return clip01(total / window)
 
 
 class PressureTracker:
@@ -176,6 +176,7 @@ def _decay_weights(k: int, decay: float) -> tuple[float, ...]:
     return tuple(weights)
 
 
-def _clip01(value: float) -> float:
-    """``value`` clipped to [0, 1]; NaN, -0.0 and anything not above 0 give 0.0."""
+def clip01(value: float) -> float:
+    """``value`` clipped to [0, 1] (as ``min(1.0, max(0.0, value))``); NaN, -0.0 and anything
+    not above 0 give 0.0."""
     return value if 0.0 < value < 1.0 else 1.0 if value >= 1.0 else 0.0
