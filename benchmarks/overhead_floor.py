@@ -4,7 +4,8 @@ Wraps the anthropic ``Messages.create`` with the least code that emits what ours
 continuing call of an agent: the same CLIENT span (``chat {model}``, 8 attributes at the start
 and 21 after the response, the same keys and value types, the ``compaction.*`` ones constant),
 made current around the SDK call, and the same four histogram records (operation duration,
-input and output token usage, token fraction) on the same instruments. No conversation, no
+input and output token usage, token fraction) on the same instruments, in the span's context
+(their exemplars name it, as ours' and the official packages' do). No conversation, no
 history, no turn analysis: what it costs is what the OpenTelemetry SDK charges for ours'
 telemetry, so ``ours - floor`` is what ours' analysis and plumbing cost, and ``floor`` against
 another instrumentation says how much room its telemetry leaves for any analysis at all.
@@ -78,10 +79,11 @@ class TelemetryFloorInstrumentor:
                 sc.GEN_AI_RESPONSE_FINISH_REASONS: [message.stop_reason],
             }
             span.set_attributes(attributes)
-            duration.record(time.monotonic() - started, base)
-            usage.record(u.input_tokens, metric_input)
-            usage.record(u.output_tokens, metric_output)
-            fraction.record(u.input_tokens / 1_000_000, metric_fraction)
+            here = trace.set_span_in_context(span)  # the exemplars name the call's span
+            duration.record(time.monotonic() - started, base, context=here)
+            usage.record(u.input_tokens, metric_input, context=here)
+            usage.record(u.output_tokens, metric_output, context=here)
+            fraction.record(u.input_tokens / 1_000_000, metric_fraction, context=here)
             span.end()
 
         def streamed(stream: Any, span: Any, started: float) -> Iterator[Any]:

@@ -2,7 +2,11 @@
 
 One ``CompactionMetrics`` per meter: the instrumentation and the processor both
 use it, so a dashboard cannot tell (and need not care) where a compaction was
-analyzed. Per-conversation ids never become metric attributes.
+analyzed. Per-conversation ids never become metric attributes: they reach the
+backends as exemplars instead. Every ``record_*`` takes the context of the span the
+measurement belongs to (the inference or compaction span), so the SDK's default
+``trace_based`` exemplar filter samples that span's trace and span id, not whatever
+span the caller had current.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
 from otel_compaction import semconv as sc
@@ -117,13 +122,19 @@ class CompactionMetrics:
         for stage in sc.ERROR_STAGES:
             self._errors.add(0, {sc.ERROR_STAGE: stage})
 
-    def record_turn(self, analysis: TurnAnalysis, provider: str | None = None) -> None:
-        """Record the token fraction of one inference call."""
+    def record_turn(
+        self,
+        analysis: TurnAnalysis,
+        provider: str | None = None,
+        *,
+        context: Context | None = None,
+    ) -> None:
+        """Record the token fraction of one inference call (``context``: its span's)."""
         attrs = self._turn_attributes.get(provider)
         if attrs is None:
             attrs = {sc.GEN_AI_PROVIDER_NAME: provider} if provider else {}
             _remember(self._turn_attributes, provider, attrs)
-        self._token_fraction.record(analysis.pressure.token_fraction, attrs)
+        self._token_fraction.record(analysis.pressure.token_fraction, attrs, context=context)
 
     def record_call(
         self,
@@ -135,11 +146,13 @@ class CompactionMetrics:
         provider: str,
         model: str | None,
         error_type: str | None = None,
+        context: Context | None = None,
     ) -> None:
         """Record ``gen_ai.client.operation.duration`` and ``gen_ai.client.token.usage``.
 
         Attributes are the GenAI conventions': operation, provider, requested model (when
         known), ``error.type`` on the duration of a failed call, the token type on usage.
+        ``context`` is the inference span's.
         """
         key = (operation, provider, model)
         attrs = self._call_attributes.get(key)
@@ -149,14 +162,16 @@ class CompactionMetrics:
         duration = attrs.duration
         if error_type is not None:
             duration = {**duration, sc.ERROR_TYPE: error_type}
-        self.duration.record(seconds, duration)
+        self.duration.record(seconds, duration, context=context)
         if input_tokens is not None:
-            self.token_usage.record(input_tokens, attrs.input)
+            self.token_usage.record(input_tokens, attrs.input, context=context)
         if output_tokens is not None:
-            self.token_usage.record(output_tokens, attrs.output)
+            self.token_usage.record(output_tokens, attrs.output, context=context)
 
-    def record_transition(self, transition: PhaseTransition, source: str) -> None:
-        """Count one change of phase."""
+    def record_transition(
+        self, transition: PhaseTransition, source: str, *, context: Context | None = None
+    ) -> None:
+        """Count one change of phase (``context``: the span it was first seen on)."""
         self._transitions.add(
             1,
             {
@@ -164,26 +179,31 @@ class CompactionMetrics:
                 sc.PHASE_TO: transition.to_phase,
                 sc.PHASE_SOURCE: source,
             },
+            context=context,
         )
 
-    def record_compaction(self, analysis: CompactionAnalysis) -> None:
-        """Record a compaction, its cycle and lineage, and count its findings."""
+    def record_compaction(
+        self, analysis: CompactionAnalysis, *, context: Context | None = None
+    ) -> None:
+        """Record a compaction, its cycle and lineage, and count its findings (``context``:
+        the compaction span's)."""
         rec = analysis.record
         both = {sc.COMPACTION_SOURCE: rec.source.value, sc.COMPACTION_MODE: rec.mode.value}
         source_only = {sc.COMPACTION_SOURCE: rec.source.value}
-        self._compactions.add(1, both)
+        self._compactions.add(1, both, context=context)
         if rec.token_fraction is not None:
-            self._trigger_fraction.record(rec.token_fraction, both)
+            self._trigger_fraction.record(rec.token_fraction, both, context=context)
         if rec.tokens_before is not None and rec.tokens_after is not None:
-            self._reclaimed.record(max(rec.tokens_before - rec.tokens_after, 0), both)
+            reclaimed = max(rec.tokens_before - rec.tokens_after, 0)
+            self._reclaimed.record(reclaimed, both, context=context)
         if rec.cycle is not None:
-            self._interval.record(rec.cycle.interval_turns, source_only)
+            self._interval.record(rec.cycle.interval_turns, source_only, context=context)
             # Histograms take no negative values (the SDK drops them); a cycle that grew
             # less than its new content has no re-expansion, which 0 says.
-            self._residual.record(max(rec.cycle.residual_tokens, 0), source_only)
-        self._generation.record(rec.generation, source_only)
+            self._residual.record(max(rec.cycle.residual_tokens, 0), source_only, context=context)
+        self._generation.record(rec.generation, source_only, context=context)
         for finding in analysis.findings:
-            self._findings.add(1, {sc.FINDING_KIND: finding.kind.value})
+            self._findings.add(1, {sc.FINDING_KIND: finding.kind.value}, context=context)
 
     def record_error(self, stage: str) -> None:
         """Count an internal error that was caught and swallowed at ``stage``."""

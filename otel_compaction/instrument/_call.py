@@ -203,17 +203,21 @@ class InferenceCall:
         turn: tuple[TurnAnalysis, TurnObservation] | None,
     ) -> None:
         span, metrics = self.span, self.runtime.metrics
+        # The measurements' exemplars name this call's span (not the caller's current one).
+        context = trace.set_span_in_context(span)
         # Everything set after the response goes to the span in one call (one clean, one lock).
         attributes: dict[str, Any] = {}
         if turn is not None:
             analysis, observation = turn
             attributes = turn_attributes(analysis, observation)
-            metrics.record_turn(analysis, self.request.provider)
+            metrics.record_turn(analysis, self.request.provider, context=context)
             if analysis.transition is not None:
                 span.add_event(
                     sc.EVENT_PHASE_TRANSITION, transition_event_attributes(analysis.transition)
                 )
-                metrics.record_transition(analysis.transition, analysis.phase.source.value)
+                metrics.record_transition(
+                    analysis.transition, analysis.phase.source.value, context=context
+                )
         if response is not None:
             self._remember(response)
         if self.owns_span and response is not None:
@@ -224,7 +228,7 @@ class InferenceCall:
         if attributes:
             span.set_attributes(attributes)
         if self.owns_span:
-            self._usage_metrics(response, error)
+            self._usage_metrics(response, error, context)
 
     def _content(self, response: ResponseInfo) -> dict[str, Any]:
         new = self.placement.new_facts if self.placement is not None else ()
@@ -238,7 +242,12 @@ class InferenceCall:
             self.runtime.settings.content_max_chars,
         )
 
-    def _usage_metrics(self, response: ResponseInfo | None, error: BaseException | None) -> None:
+    def _usage_metrics(
+        self,
+        response: ResponseInfo | None,
+        error: BaseException | None,
+        context: otel_context.Context,
+    ) -> None:
         request = self.request
         self.runtime.metrics.record_call(
             time.monotonic() - self.started,
@@ -248,6 +257,7 @@ class InferenceCall:
             provider=request.provider,
             model=request.model or None,
             error_type=type(error).__name__ if error is not None else None,
+            context=context,
         )
 
     def _remember(self, response: ResponseInfo) -> None:

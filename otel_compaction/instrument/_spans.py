@@ -127,4 +127,4 @@ def emit_compaction(
             span.add_link(link.context)
     runtime.compaction_spans.put(record.compaction_id, span.get_span_context())
     span.end(end_time=end_ns)
-    runtime.metrics.record_compaction(analysis)
+    runtime.metrics.record_compaction(analysis, context=trace.set_span_in_context(span))

@@ -26,6 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
 from otel_compaction.model import Finding
 from otel_compaction.processor.config import ProcessorConfig
 from otel_compaction.processor.decode import Signal, item_count, parse_protobuf
@@ -219,7 +223,7 @@ class Pipeline:
         if analysis is None:
             return
         if self.metrics is not None:
-            self.metrics.compaction.record_compaction(analysis)
+            self.metrics.compaction.record_compaction(analysis, context=_span_context(item))
         # A bare span of ours without findings: there is no flag to remove or set.
         writes = self.enrich and item.target is not None and (analysis.findings or not item.bare)
         if writes and write_flags(item.target, analysis) and item.batch is not None:
@@ -291,3 +295,17 @@ def _output(batch: Batch, queue: PersistentQueue) -> bytes | None:
                 return splice_spans(written, spans)
     out: bytes = batch.request.SerializeToString()
     return out
+
+
+def _span_context(item: Item) -> Context | None:
+    """A context whose current span is ``item``'s, so the compaction's metrics carry it as
+    their exemplar (a span that reached us was recorded: it counts as sampled); None for an
+    item with no span ids (imported transcripts, log records without a trace)."""
+    trace_id = int.from_bytes(item.trace_id or b"", "big")
+    span_id = int.from_bytes(item.span_id or b"", "big")
+    if not trace_id or not span_id:
+        return None
+    span = NonRecordingSpan(
+        SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    )
+    return trace.set_span_in_context(span)

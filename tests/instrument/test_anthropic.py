@@ -138,6 +138,35 @@ def test_metrics_are_recorded_per_call(cap: Capture, instrumented: CompactionIns
     assert fraction.count == 2
 
 
+def test_metric_exemplars_name_the_call_span(
+    cap: Capture, instrumented: CompactionInstrumentor
+) -> None:
+    """Each per-call measurement's exemplar carries its own inference span's ids, even
+    with another span current around the call (dashboards open the call's trace)."""
+    tracer = cap.tracer_provider.get_tracer("agent")
+    with tracer.start_as_current_span("agent run") as run:
+        _agent_turns(anthropic_client(FakeLLMAPI()), 2)
+    calls = {s.context.span_id for s in cap.spans if s.name == f"chat {MODEL}"}
+    assert len(calls) == 2
+    data = cap.metric_reader.get_metrics_data()  # one collection: it takes the exemplars
+    assert data is not None
+    points = {
+        metric.name: [e for p in metric.data.data_points for e in p.exemplars]
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        for metric in sm.metrics
+    }
+    for name in (
+        sc.METRIC_TOKEN_FRACTION.name,
+        sc.METRIC_TOKEN_USAGE.name,
+        sc.METRIC_OPERATION_DURATION.name,
+    ):
+        exemplars = points[name]
+        assert exemplars, name
+        assert {e.span_id for e in exemplars} <= calls, name
+        assert {e.trace_id for e in exemplars} == {run.get_span_context().trace_id}, name
+
+
 @SDK_SPAN
 def test_sdk_built_in_span_is_suppressed_by_default(
     cap: Capture, instrumented: CompactionInstrumentor

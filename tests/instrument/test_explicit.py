@@ -73,6 +73,8 @@ def test_record_compaction_in_a_conversation_is_analysed_at_once(
     assert span.parent.span_id == run.get_span_context().span_id
     last = attrs(chat_spans(cap)[-1])
     assert last[sc.GEN_AI_CONVERSATION_COMPACTED] is True
+    (counted,) = [e for p in cap.metric_points(sc.METRIC_COMPACTIONS.name) for e in p.exemplars]
+    assert counted.span_id == span.context.span_id  # the compaction's span, not "agent run"
 
 
 def test_record_compaction_without_conversation_waits_for_the_next_call(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from opentelemetry import context as otel_context
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 from opentelemetry.util.types import AttributeValue
 
@@ -78,13 +79,16 @@ class LangChainTelemetry:
             start_time=call.start_ns,
         )
         metrics = self._runtime.metrics
+        context = trace.set_span_in_context(span)  # the exemplars name this span
         if analysis.transition is not None:
             span.add_event(
                 sc.EVENT_PHASE_TRANSITION, transition_event_attributes(analysis.transition)
             )
-            metrics.record_transition(analysis.transition, analysis.phase.source.value)
+            metrics.record_transition(
+                analysis.transition, analysis.phase.source.value, context=context
+            )
         span.end()
-        metrics.record_turn(analysis, call.provider)
+        metrics.record_turn(analysis, call.provider, context=context)
 
 
 def _call_attributes(call: ChatCall) -> dict[str, AttributeValue]:
