@@ -29,7 +29,7 @@ def begin(
         compacting = scope.compacting()
         framework = scope.framework_call()
         internal = compacting is not None or bool(getattr(framework, "internal", False))
-        conversation, placement = _place(runtime, request, internal, compacting)
+        conversation, placement = _place(runtime, request, internal, compacting, framework)
         foreign = foreign_inference_span(runtime)
         ids = conversation.attributes() if conversation is not None else {}
         if foreign is not None:
@@ -52,8 +52,8 @@ def begin(
         return None
 
 
-def _given(runtime: Runtime, request: RequestInfo) -> ConversationRef | None:
-    given = scope.given_conversation()
+def _given(runtime: Runtime, request: RequestInfo, framework: Any) -> ConversationRef | None:
+    given = scope.given_conversation(framework=framework)
     if given is None and request.conversation_hint:
         given = ConversationRef(request.conversation_hint, scope.ID_CLIENT, True)
     if given is None and request.previous_response_id:
@@ -64,9 +64,9 @@ def _given(runtime: Runtime, request: RequestInfo) -> ConversationRef | None:
 
 
 def _place(
-    runtime: Runtime, request: RequestInfo, internal: bool, compacting: Any
+    runtime: Runtime, request: RequestInfo, internal: bool, compacting: Any, framework: Any
 ) -> tuple[ConversationRef | None, Placement | None]:
-    given = _given(runtime, request)
+    given = _given(runtime, request, framework)
     if internal:
         if given is None and compacting is not None:
             given = compacting.conversation_ref(runtime, request)

@@ -85,28 +85,22 @@ class InferenceCall:
 
     # ------------------------------------------------------------ activation
 
-    def enter(self) -> tuple[object | None, object | None]:
+    def enter(self) -> object | None:
         """Make the span current for the SDK call itself (and mark the call running)."""
         # Guarded with try/except rather than ``guard.stage`` blocks (the same guard): they
         # cost nothing when nothing fails, on every LLM call.
-        token: object | None = None
-        call_token: object | None = None
         try:
-            call_token = scope.enter_call()
-            if self.owns_span:
-                token = otel_context.attach(trace.set_span_in_context(self.span))
+            return otel_context.attach(scope.call_context(self.span if self.owns_span else None))
         except Exception:  # noqa: BLE001 - never break the host: logged once, counted
             self.runtime.guard.failed("context")
-        return token, call_token
+        return None
 
-    def leave(self, tokens: tuple[object | None, object | None]) -> None:
+    def leave(self, token: object | None) -> None:
         """Undo :meth:`enter` (in the same frame, never across a yield)."""
-        token, call_token = tokens
+        if token is None:
+            return
         try:
-            if call_token is not None:
-                scope.exit_call(call_token)  # type: ignore[arg-type]
-            if token is not None:
-                otel_context.detach(token)  # type: ignore[arg-type]
+            otel_context.detach(token)  # type: ignore[arg-type]
         except Exception:  # noqa: BLE001 - never break the host: logged once, counted
             self.runtime.guard.failed("context")
 

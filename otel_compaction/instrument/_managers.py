@@ -95,14 +95,14 @@ def _deferred_sync(
         call = begin(runtime, api, instance, kwargs) if not skip() else None
         if call is None:
             return original()
-        tokens = call.enter()
+        token = call.enter()
         try:
             result = original()
         except BaseException as error:
-            call.leave(tokens)
+            call.leave(token)
             call.finish(None, error)
             raise
-        call.leave(tokens)
+        call.leave(token)
         return complete(call, api, result, raw=None)
 
     return api_request
@@ -119,14 +119,14 @@ def _deferred_async(
         call = begin(runtime, api, instance, kwargs) if not skip() else None
         if call is None:
             return await original
-        tokens = call.enter()
+        token = call.enter()
         try:
             result = await original
         except BaseException as error:
-            call.leave(tokens)
+            call.leave(token)
             call.finish(None, error)
             raise
-        call.leave(tokens)
+        call.leave(token)
         return complete(call, api, result, raw=None)
 
     return api_request()
@@ -164,14 +164,14 @@ class ManagerProxy(wrapt.ObjectProxy[Any]):
         call = self._self_deferred.begin()
         if call is None:
             return self.__wrapped__.__enter__()
-        tokens = call.enter()
+        token = call.enter()
         try:
             stream = self.__wrapped__.__enter__()
         except BaseException as error:
-            call.leave(tokens)
+            call.leave(token)
             call.finish(None, error)
             raise
-        call.leave(tokens)
+        call.leave(token)
         self._self_stream = self._self_deferred.stream(call, stream, asynchronous=False)
         return self._self_stream
 
@@ -185,14 +185,14 @@ class ManagerProxy(wrapt.ObjectProxy[Any]):
         call = self._self_deferred.begin()
         if call is None:
             return await self.__wrapped__.__aenter__()
-        tokens = call.enter()
+        token = call.enter()
         try:
             stream = await self.__wrapped__.__aenter__()
         except BaseException as error:
-            call.leave(tokens)
+            call.leave(token)
             call.finish(None, error)
             raise
-        call.leave(tokens)
+        call.leave(token)
         self._self_stream = self._self_deferred.stream(call, stream, asynchronous=True)
         return self._self_stream
 

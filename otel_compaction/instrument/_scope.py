@@ -19,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry import baggage
+from opentelemetry import baggage, trace
+from opentelemetry import context as otel_context
 from opentelemetry.trace import Span
 
 from otel_compaction import semconv as sc
@@ -104,9 +105,9 @@ _PENDING: contextvars.ContextVar[Pending | None] = contextvars.ContextVar(
 _COMPACTING: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "otel_compaction_compacting", default=None
 )
-_IN_CALL: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "otel_compaction_in_call", default=False
-)
+_IN_CALL = otel_context.create_key("otel_compaction-in-call")
+"""Marks the OTel context inside an instrumented call: set in the same context, and by the
+same attach, as the call's span (one attach and one detach per call)."""
 
 
 def set_conversation(conversation_id: str | None) -> contextvars.Token[str | None]:
@@ -152,30 +153,31 @@ def reset_compacting(token: contextvars.Token[Any]) -> None:
 
 def in_call() -> bool:
     """Whether an instrumented call is running in this context (re-entrancy guard)."""
-    return _IN_CALL.get()
+    return bool(otel_context.get_value(_IN_CALL))
 
 
-def enter_call() -> contextvars.Token[bool]:
-    """Mark an instrumented call as running."""
-    return _IN_CALL.set(True)
+def call_context(span: Span | None) -> otel_context.Context:
+    """The current context marked as inside an instrumented call, ``span`` current in it
+    (when given: the call's own span), for the caller to attach around the SDK call."""
+    marked = otel_context.set_value(_IN_CALL, True)
+    return marked if span is None else trace.set_span_in_context(span, marked)
 
 
-def exit_call(token: contextvars.Token[bool]) -> None:
-    """Unmark (harmless in another context)."""
-    try:  # noqa: SIM105 - not contextlib.suppress: this runs on every LLM call
-        _IN_CALL.reset(token)
-    except ValueError:
-        pass
+_LOOK_UP: Any = object()
 
 
-def given_conversation(argument: str | None = None) -> ConversationRef | None:
-    """The conversation the application named: argument, ``conversation()`` block, baggage."""
+def given_conversation(
+    argument: str | None = None, *, framework: Any = _LOOK_UP
+) -> ConversationRef | None:
+    """The conversation the application named: argument, ``conversation()`` block, the
+    framework run (``framework``: :func:`framework_call`, when the caller has it), baggage."""
     if argument:
         return ConversationRef(argument, ID_EXPLICIT, True)
     current = _CONVERSATION.get()
     if current:
         return ConversationRef(current, ID_EXPLICIT, True)
-    framework = framework_call()
+    if framework is _LOOK_UP:
+        framework = framework_call()
     if framework is not None and framework.conversation_id:
         return ConversationRef(framework.conversation_id, ID_FRAMEWORK, bool(framework.id_given))
     value = baggage.get_baggage(sc.GEN_AI_CONVERSATION_ID)

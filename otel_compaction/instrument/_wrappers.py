@@ -101,14 +101,14 @@ def create_wrapper(runtime: Runtime, api: ProviderApi) -> Wrapper:
         call = begin(runtime, api, instance, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
-        tokens = call.enter()
+        token = call.enter()
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as error:
-            call.leave(tokens)
+            call.leave(token)
             call.finish(None, error)
             raise
-        call.leave(tokens)
+        call.leave(token)
         return complete(call, api, result, _raw_mode(kwargs))
 
     return wrapper
@@ -125,14 +125,14 @@ def async_create_wrapper(runtime: Runtime, api: ProviderApi) -> Wrapper:
         call = begin(runtime, api, instance, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
-        tokens = call.enter()
+        token = call.enter()
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as error:
-            call.leave(tokens)
+            call.leave(token)
             call.finish(None, error)
             raise
-        call.leave(tokens)
+        call.leave(token)
         raw = _raw_mode(kwargs)
         if raw is not None:
             with runtime.guard.stage("response"):

@@ -81,7 +81,7 @@ STAGES: dict[str, tuple[Any, str]] = {
     "turn attributes": (_call, "turn_attributes"),
     "response attributes": (_call, "response_attributes"),
     "turn metrics": (CompactionMetrics, "record_turn"),
-    "context attach": (_scope, "enter_call"),
+    "context attach": (_scope, "call_context"),
 }
 
 
