@@ -161,6 +161,9 @@ class HistoryTracker:
     _by_id: OrderedDict[str, _History] = field(default_factory=OrderedDict, init=False)
     _by_anchor: dict[int, list[str]] = field(default_factory=dict, init=False)
     _by_tail: dict[int, str] = field(default_factory=dict, init=False)
+    _stale: set[str] = field(default_factory=set, init=False)
+    """Histories whose entries in ``_by_tail`` are behind their facts: brought up to date
+    only before the tail index is read (rarely), so a continuing call computes no keys."""
     _summaries: OrderedDict[int, str] = field(default_factory=OrderedDict, init=False)
     _heads: OrderedDict[int, tuple[Any, MessageFacts]] = field(
         default_factory=OrderedDict, init=False
@@ -199,6 +202,7 @@ class HistoryTracker:
             for cid in reversed(self._by_anchor.get(anchor, ())):
                 if _extends(self._by_id[cid], msgs):
                     return cid
+            self._refresh_tails()
             for message in reversed(msgs[-(TAIL_KEYS + 2) :]):
                 found = self._by_tail.get(describe(message).key)
                 if found is not None and found in self._by_id:
@@ -330,6 +334,7 @@ class HistoryTracker:
         return None
 
     def _by_shared_tail(self, system_key: int, facts: Sequence[MessageFacts]) -> _History | None:
+        self._refresh_tails()
         for fact in facts[1:]:
             cid = self._by_tail.get(fact.key)
             history = self._by_id.get(cid) if cid is not None else None
@@ -356,7 +361,7 @@ class HistoryTracker:
         history.expected = ()
         history.last_used = self._now
         self._by_id.move_to_end(history.conversation_id)
-        self._advance_tail(history, [f.key for f in new])
+        self._stale.add(history.conversation_id)
         self._retained += len(added)
         self._bound()
         return Placement(history.conversation_id, inferred, tuple(new), context_chars=chars)
@@ -382,7 +387,7 @@ class HistoryTracker:
         peers = self._by_anchor.setdefault(history.anchor, [])
         peers.append(cid)
         del peers[:-MAX_PER_ANCHOR]
-        self._index_tail(history)
+        self._stale.add(cid)
         self._retained += len(history.messages)
         self._bound()
         return Placement(
@@ -394,6 +399,16 @@ class HistoryTracker:
             first=first,
         )
 
+    def _refresh_tails(self) -> None:
+        """Index the last ``TAIL_KEYS`` keys of every history that changed since the last
+        read (computing those keys, at most ``TAIL_KEYS`` per history, once each)."""
+        by_id = self._by_id
+        for cid in self._stale:
+            history = by_id.get(cid)
+            if history is not None:
+                self._index_tail(history)
+        self._stale.clear()
+
     def _index_tail(self, history: _History) -> None:
         old = history.tail_keys
         new = tuple([f.key for f in history.facts[-TAIL_KEYS:]])
@@ -401,19 +416,6 @@ class HistoryTracker:
         cid, by_tail = history.conversation_id, self._by_tail
         for key in old:
             # A key still in the tail is set again below: only the ones that left are dropped.
-            if key not in new and by_tail.get(key) == cid:
-                del by_tail[key]
-        for key in new:
-            by_tail[key] = cid
-
-    def _advance_tail(self, history: _History, added: list[int]) -> None:
-        """:meth:`_index_tail` after ``added`` keys were appended to the history's facts:
-        only the keys that left the tail are looked at (the tail was the facts' last)."""
-        old = history.tail_keys
-        new = (*old, *added)[-TAIL_KEYS:]
-        history.tail_keys = new
-        cid, by_tail = history.conversation_id, self._by_tail
-        for key in old[: max(len(old) + len(added) - TAIL_KEYS, 0)]:
             if key not in new and by_tail.get(key) == cid:
                 del by_tail[key]
         for key in new:
@@ -431,6 +433,7 @@ class HistoryTracker:
         history = self._by_id.pop(cid, None)
         if history is None:
             return
+        self._stale.discard(cid)
         self._retained -= len(history.messages)
         peers = self._by_anchor.get(history.anchor)
         if peers is not None:

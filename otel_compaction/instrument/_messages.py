@@ -14,7 +14,7 @@ fields, and per process only, which is all conversation inference needs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 _TOOL_RESULT_TYPES = frozenset({"tool_result", "function_call_output", "tool"})
@@ -32,7 +32,6 @@ class MessageFacts:
     dataclass costs nearly three times as much to build).
 
     Args:
-        key: structural fingerprint of the message (role and content).
         role: ``user``, ``assistant``, ``system``, ``tool``... or the item type.
         chars: characters of text in the message (the size estimate).
         content_chars: characters of task content the user side brought in
@@ -40,14 +39,31 @@ class MessageFacts:
         tool_results: characters of each tool result in the message.
         summary: the text of a compaction block or item in the message (an
             OpenAI item's opaque id or encrypted content stands in for it).
+        message: the message itself, for :attr:`key`.
     """
 
-    key: int
     role: str
     chars: int
     content_chars: int
     tool_results: tuple[int, ...] = ()
     summary: str | None = None
+    message: Any = field(default=None, compare=False, repr=False)
+    _key: int | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def key(self) -> int:
+        """Structural fingerprint of the message (role and content): ``fingerprint(message)``.
+
+        Computed when first asked for, not when the message is described: a call that
+        continues its history never needs the keys of its new messages (only a rewrite, a
+        branch or a lookup by tail does), and fingerprinting is most of what describing
+        costs. A message changed in place before its key is asked for gets the key of
+        what it holds then.
+        """
+        key = self._key
+        if key is None:
+            key = self._key = fingerprint(self.message)[0]
+        return key
 
     @property
     def is_assistant(self) -> bool:
@@ -150,6 +166,66 @@ def _item(item: Any, depth: int) -> tuple[int, int]:
     return fingerprint(item, depth)
 
 
+def size_of(value: Any, depth: int = 0) -> int:
+    """``fingerprint(value)[1]``, the characters of text in a JSON-like value, without the
+    hashing (the same walk: the same members counted at the same depths)."""
+    kind = type(value)
+    if kind is str:
+        return len(value)
+    if depth <= _MAX_DEPTH:
+        if kind is dict:
+            return _mapping_size(value, depth)
+        if kind is list or kind is tuple:
+            return _sequence_size(value, depth)
+    if isinstance(value, str):
+        return len(value)
+    if value is None or isinstance(value, bool | int | float) or depth > _MAX_DEPTH:
+        return 0
+    value = plain(value)
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, Mapping):
+        return _mapping_size(value, depth)
+    if isinstance(value, list | tuple):
+        return _sequence_size(value, depth)
+    return 0
+
+
+def _mapping_size(value: Mapping[Any, Any], depth: int) -> int:
+    values = value.values()
+    if set(map(type, values)) == _ONLY_STR:
+        return sum(map(len, values))
+    chars = 0
+    depth += 1
+    for item in values:
+        if type(item) is str:
+            chars += len(item)
+        elif item is not None:
+            chars += _item_size(item, depth)
+    return chars
+
+
+def _sequence_size(value: Sequence[Any], depth: int) -> int:
+    chars = 0
+    depth += 1
+    for item in value:
+        chars += len(item) if type(item) is str else _item_size(item, depth)
+    return chars
+
+
+def _item_size(item: Any, depth: int) -> int:
+    """:func:`size_of` of a member (not a str) at ``depth``, as :func:`_item` walks it."""
+    kind = type(item)
+    if depth <= _MAX_DEPTH:
+        if kind is dict:
+            return _mapping_size(item, depth)
+        if kind is list:
+            return _sequence_size(item, depth)
+    if kind is int or kind is float or kind is bool:
+        return 0
+    return size_of(item, depth)
+
+
 def text_of(value: Any, depth: int = 0) -> str:
     """The text in a message, block or item, joined by newlines (for lineage matching)."""
     if isinstance(value, str):
@@ -206,82 +282,67 @@ def _describe_blocks(message: dict[str, Any], content: list[Any]) -> MessageFact
     SDK models), in one walk (the common shape, two of them new on every call); None for
     any other shape.
 
-    The key and sizes are the ones :func:`fingerprint` and :func:`_describe_any` give: the
-    same digests, built in the same order at the same depths.
+    The sizes are the ones :func:`size_of` and :func:`_describe_any` give: the same members
+    counted at the same depths.
     """
-    digests: list[int] = []
     chars = 0
     tool_results: list[int] = []
     summary: str | None = None
     for part in content:
         if type(part) is not dict:
             # An SDK block (the response's own content appended as it is, as the
-            # providers' examples do): read through one model_dump, as the general
-            # reader would read it, but once rather than twice.
+            # providers' examples do): read through model_dump, as the general reader
+            # would read it.
             part = plain(part)
             if type(part) is not dict:
                 return None
-        if set(map(type, part.values())) == _ONLY_STR:
-            # A block of strings (text, a tool result's text): its digest and size in C.
-            digests.append(hash(frozenset(part.items())))
-            chars += sum(map(len, part.values()))
+        values = part.values()
+        if set(map(type, values)) == _ONLY_STR:
+            # A block of strings (text, a tool result's text): its size in C.
+            chars += sum(map(len, values))
             kind = part.get("type")
             if kind in _TOOL_RESULT_TYPES:
                 tool_results.append(len(part.get("content") or part.get("output") or ""))
             elif kind in _SUMMARY_TYPES:
                 summary = _summary_of(part) or summary
             continue
-        items: list[tuple[Any, str | int]] = []
         size = content_size = output_size = 0
         for name, item in part.items():
             if item is None:
                 continue
-            if type(item) is str:
-                items.append((name, item))
-                n = len(item)
-            else:
-                digest, n = _item(item, 3)  # message 0, content list 1, block 2, its items 3
-                items.append((name, digest))
+            # message 0, content list 1, block 2, its items 3
+            n = len(item) if type(item) is str else _item_size(item, 3)
             size += n
             if name == "content":
                 content_size = n
             elif name == "output":
                 output_size = n
-        digests.append(hash(frozenset(items)))
         chars += size
         kind = part.get("type")
         if kind in _TOOL_RESULT_TYPES:
             tool_results.append(content_size if part.get("content") else output_size)
         elif kind in _SUMMARY_TYPES:
             summary = _summary_of(part) or summary
-    items = [("content", hash(tuple(digests)))]
     for name, item in message.items():
         if item is None or name == "content":
             continue
-        if type(item) is str:
-            items.append((name, item))
-            chars += len(item)
-        else:
-            digest, n = _item(item, 1)
-            items.append((name, digest))
-            chars += n
+        chars += len(item) if type(item) is str else _item_size(item, 1)
     role = _role(message)
     if role in _TOOL_RESULT_TYPES:
         tool_results.insert(0, chars)
     if role in _SUMMARY_TYPES:
         summary = summary or _summary_of(message)
     content_chars = chars if role in _USER_ROLES else 0
-    return MessageFacts(
-        hash(frozenset(items)), role, chars, content_chars, tuple(tool_results), summary
-    )
+    return MessageFacts(role, chars, content_chars, tuple(tool_results), summary, message)
 
 
 def _describe_any(message: Any) -> MessageFacts:
     """The facts of any message, item or model object (the general reader)."""
-    key, chars = fingerprint(message)
+    chars = size_of(message)
+    described = message
     message = plain(message)
     if not isinstance(message, Mapping):
-        return MessageFacts(key, "unknown", chars, chars)
+        return MessageFacts("unknown", chars, chars, message=described)
     role = _role(message)
     tool_results: list[int] = []
     summary: str | None = None
@@ -294,8 +355,8 @@ def _describe_any(message: Any) -> MessageFacts:
             continue
         kind = part.get("type")
         if kind in _TOOL_RESULT_TYPES:
-            tool_results.append(fingerprint(part.get("content") or part.get("output"))[1])
+            tool_results.append(size_of(part.get("content") or part.get("output")))
         elif kind in _SUMMARY_TYPES:
             summary = _summary_of(part) or summary
     content_chars = chars if role in _USER_ROLES else 0
-    return MessageFacts(key, role, chars, content_chars, tuple(tool_results), summary)
+    return MessageFacts(role, chars, content_chars, tuple(tool_results), summary, described)

@@ -1,4 +1,5 @@
-"""Message facts: the one-walk reader of block messages agrees with the general reader."""
+"""Message facts: the one-walk reader of block messages agrees with the general reader, and
+sizes and keys agree with the fingerprint."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from otel_compaction.instrument._messages import _describe_any, describe
+from otel_compaction.instrument._messages import _describe_any, describe, fingerprint, size_of
 
 _text = st.text(max_size=40)
 _json = st.recursive(
@@ -40,6 +41,36 @@ _message = st.fixed_dictionaries(
 def test_block_messages_read_as_the_general_reader_reads_them(message: dict[str, Any]) -> None:
     """Key, role, sizes, tool results and summary are the same by either path."""
     assert describe(message) == _describe_any(message)
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf text"
+    for level in range(depth):
+        value = {"k": value, "n": level, "s": "x" * level} if level % 2 else [value, "y"]
+    return value
+
+
+@given(_json)
+@example(_nested(20))  # deeper than the walk goes: both stop at the same depth
+def test_size_of_counts_what_the_fingerprint_counts(value: Any) -> None:
+    """``size_of`` is the fingerprint's character count, by its own hash-free walk."""
+    assert size_of(value) == fingerprint(value)[1]
+    assert (
+        size_of({"role": "user", "content": [value]})
+        == fingerprint({"role": "user", "content": [value]})[1]
+    )
+
+
+@given(_message)
+def test_the_key_is_the_fingerprint_of_the_message(message: dict[str, Any]) -> None:
+    """A message's key, computed when first asked for, is its fingerprint; two equal
+    messages have equal keys and the facts compare equal whether keys were computed or not."""
+    facts = describe(message)
+    assert facts._key is None
+    assert facts.key == fingerprint(message)[0]
+    again = describe({**message})
+    assert again == facts
+    assert again.key == facts.key
 
 
 def test_other_shapes_take_the_general_reader() -> None:
@@ -81,3 +112,4 @@ def test_sdk_blocks_read_as_their_dicts() -> None:
     message = {"role": "assistant", "content": blocks}
     dumped = {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in blocks]}
     assert describe(message) == _describe_any(message) == describe(dumped)
+    assert describe(message).key == describe(dumped).key
