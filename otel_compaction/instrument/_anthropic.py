@@ -19,6 +19,7 @@ from otel_compaction.instrument._api import (
     ResponseInfo,
     ServerCompaction,
     field_of,
+    fields_of,
     int_or_none,
     server_attributes,
 )
@@ -73,14 +74,15 @@ class AnthropicMessages:
 
     def response(self, result: Any, request: RequestInfo) -> ResponseInfo:
         """Read a ``Message`` / ``BetaMessage`` (or its dict form)."""
-        info = ResponseInfo(response_id=field_of(result, "id"), model=field_of(result, "model"))
-        if isinstance(reason := field_of(result, "stop_reason"), str):
+        read = fields_of(result)
+        info = ResponseInfo(response_id=read("id"), model=read("model"))
+        if isinstance(reason := read("stop_reason"), str):
             info.finish_reasons.append(reason)
-        _read_usage(info, field_of(result, "usage"))
-        content = list(field_of(result, "content") or ())
+        _read_usage(info, read("usage"))
+        content = list(read("content") or ())
         for block in content:
             _read_block(info, block, request)
-        _read_edits(info, field_of(result, "context_management"))
+        _read_edits(info, read("context_management"))
         info.echo = ({"role": "assistant", "content": content},)
         return info
 
@@ -93,9 +95,10 @@ def _read_usage(info: ResponseInfo, usage: Any) -> None:
     """Merge ``usage`` into ``info`` (a ``message_delta`` may omit what ``message_start`` said)."""
     if usage is None:
         return
-    uncached = int_or_none(field_of(usage, "input_tokens"))
-    write = int_or_none(field_of(usage, "cache_creation_input_tokens"))
-    read = int_or_none(field_of(usage, "cache_read_input_tokens"))
+    field = fields_of(usage)
+    uncached = int_or_none(field("input_tokens"))
+    write = int_or_none(field("cache_creation_input_tokens"))
+    read = int_or_none(field("cache_read_input_tokens"))
     if uncached is not None or write is not None or read is not None:
         if uncached is None and info.input_tokens is not None:
             uncached = (
@@ -105,17 +108,18 @@ def _read_usage(info: ResponseInfo, usage: Any) -> None:
         read = read if read is not None else info.cache_read_tokens
         info.input_tokens = (uncached or 0) + (write or 0) + (read or 0)
         info.cache_write_tokens, info.cache_read_tokens = write, read
-    if (output := int_or_none(field_of(usage, "output_tokens"))) is not None:
+    if (output := int_or_none(field("output_tokens"))) is not None:
         info.output_tokens = output
-    details = field_of(usage, "output_tokens_details")
+    details = field("output_tokens_details")
     if (thinking := int_or_none(field_of(details, "thinking_tokens"))) is not None:
         info.reasoning_tokens = thinking
 
 
 def _read_block(info: ResponseInfo, block: Any, request: RequestInfo) -> None:
-    kind = field_of(block, "type")
+    read = fields_of(block)
+    kind = read("type")
     if kind == "tool_use" or kind == "server_tool_use":
-        name = str(field_of(block, "name"))
+        name = str(read("name"))
         info.tool_calls.append(name)
         # Only shell and editor tools are categorised by their arguments: the others'
         # are not encoded (a JSON encode per tool call, for nothing).
@@ -124,13 +128,13 @@ def _read_block(info: ResponseInfo, block: Any, request: RequestInfo) -> None:
             reads = reads_arguments(name)
             if len(_READS_ARGUMENTS) < _MAX_TOOL_NAMES:
                 _READS_ARGUMENTS[name] = reads
-        info.tool_arguments.append(_json(field_of(block, "input")) if reads else None)
+        info.tool_arguments.append(_json(read("input")) if reads else None)
     elif kind == "text":
-        text = field_of(block, "text")
+        text = read("text")
         if isinstance(text, str):
             info.output_text.append(text)
     elif kind == "compaction":
-        info.compactions.append(_compaction(field_of(block, "content"), request))
+        info.compactions.append(_compaction(read("content"), request))
 
 
 def _compaction(content: Any, request: RequestInfo) -> ServerCompaction:

@@ -7,7 +7,8 @@ that (conversations, compactions, spans, metrics) is provider-agnostic.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -21,12 +22,7 @@ def field_of(value: Any, name: str) -> Any:
     """``value.name`` or ``value[name]``: SDK objects and plain dicts alike (None if absent)."""
     if value is None:
         return None
-    kind = type(value)
-    shape = _SHAPES.get(kind)
-    if shape is None:
-        shape = _shape(kind)
-        if len(_SHAPES) < _MAX_KINDS:
-            _SHAPES[kind] = shape
+    shape = _SHAPES.get(type(value)) or _shape_of(type(value))
     if shape is _MAPPING:
         return value.get(name)
     if shape is not _OTHER:
@@ -42,9 +38,39 @@ def field_of(value: Any, name: str) -> Any:
     return getattr(value, name, None)
 
 
+def fields_of(value: Any) -> Callable[[str], Any]:
+    """A reader of ``value``'s fields: ``read(name)`` answers what ``field_of(value, name)``
+    does. For a mapping or a pydantic v2 model it is one dict's ``get`` (a response is read
+    some fifteen fields at a time); other objects are read by :func:`field_of`.
+
+    Only for data fields: a method or property of a model is not in its instance dict.
+    """
+    if value is None:
+        return _NOTHING.get
+    shape = _shape_of(type(value))
+    if shape is _MAPPING:
+        return value.get  # type: ignore[no-any-return]
+    if shape is not _OTHER:
+        extra = getattr(value, "__pydantic_extra__", None)
+        fields: dict[str, Any] = {**value.__dict__, **extra} if extra else value.__dict__
+        return fields.get
+    return functools.partial(field_of, value)
+
+
+_NOTHING: dict[str, Any] = {}
 _ABSENT = object()
 _MAPPING: frozenset[str] = frozenset({"<mapping>"})
 _OTHER: frozenset[str] = frozenset({"<other>"})
+
+
+def _shape_of(kind: type) -> frozenset[str]:
+    """:func:`_shape` of ``kind``, remembered (up to ``_MAX_KINDS`` types)."""
+    shape = _SHAPES.get(kind)
+    if shape is None:
+        shape = _shape(kind)
+        if len(_SHAPES) < _MAX_KINDS:
+            _SHAPES[kind] = shape
+    return shape
 
 
 def _shape(kind: type) -> frozenset[str]:

@@ -60,3 +60,49 @@ def test_field_of_reads_mappings_and_plain_objects() -> None:
     assert field_of(Plain(), "x") == 1
     assert field_of(Plain(), "y") is None
     assert field_of(None, "x") is None
+
+
+# Every name the response readers take through ``fields_of``, on the classes that carry it.
+_READ_FIELDS = {
+    "message": ["id", "model", "stop_reason", "usage", "content", "context_management"],
+    "usage": [
+        "input_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+        "output_tokens",
+        "output_tokens_details",
+    ],
+    "block": ["type", "name", "input", "text", "content"],
+}
+
+
+def _sdk_objects() -> dict[str, list[Any]]:
+    from anthropic.types import ToolUseBlock
+
+    message = _message(server_extension={"a": 1})
+    tool = ToolUseBlock(type="tool_use", id="toolu_1", name="grep", input={"pattern": "x"})
+    beta: list[Any] = []
+    try:
+        from anthropic.types.beta import BetaMessage
+    except ImportError:  # the oldest supported releases have no beta types
+        pass
+    else:
+        beta.append(BetaMessage.construct(**{**message.__dict__, "context_management": None}))
+    return {
+        "message": [message, *beta, message.model_dump()],
+        "usage": [message.usage, Usage(input_tokens=1, output_tokens=2, cache_read_input_tokens=5)],
+        "block": [TextBlock(type="text", text="hi"), tool, {"type": "text", "text": "x"}],
+    }
+
+
+@pytest.mark.parametrize("kind", sorted(_READ_FIELDS))
+def test_fields_of_answers_what_field_of_answers(kind: str) -> None:
+    """The one-dict reader agrees with ``field_of`` for every field the readers take, on
+    the SDK's models, their extras and their dict forms."""
+    from otel_compaction.instrument._api import fields_of
+
+    for value in _sdk_objects()[kind]:
+        read = fields_of(value)
+        for name in [*_READ_FIELDS[kind], "server_extension", "nope"]:
+            assert read(name) == field_of(value, name), (type(value).__name__, name)
+    assert fields_of(None)("id") is None
