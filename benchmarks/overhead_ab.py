@@ -8,7 +8,8 @@ Each side is either a checkout of this repository (a path: ``git worktree add /t
 ``overhead_configs`` (``official``, ``telemetry_floor``...), run from this tree. Every round
 runs one worker process (``overhead_worker.py``, the benchmark's own) per side in a shuffled
 order, non-streaming, anthropic; the figure is the median over rounds of each process's median
-own time (call time minus time inside the SDK, as in the benchmark's own-time table). For
+own time (call time minus time inside the SDK, as in the benchmark's own-time table), and for
+each side after the first the median of its per-round differences from the first. For
 before/after figures of a change in one sitting; the benchmark of record stays
 ``instrumentation_overhead.py``.
 """
@@ -84,6 +85,20 @@ def main() -> None:
             for n, v in results[side].items()
         )
         print(f"{side:30s} {cells}")
+    base = sides[0]
+    for side in sides[1:]:
+        print(f"{side} - {base}, paired by round: {_paired(results[side], results[base])}")
+
+
+def _paired(side: dict[int, list[float]], base: dict[int, list[float]]) -> str:
+    """Median and quartiles of the per-round differences: each round runs every side within
+    a minute, so the machine's drift between rounds (often ±20 % here) cancels out."""
+    cells = []
+    for n, values in side.items():
+        diffs = sorted(a - b for a, b in zip(values, base[n], strict=True))
+        q1, _, q3 = statistics.quantiles(diffs, n=4) if len(diffs) > 1 else (diffs[0],) * 3
+        cells.append(f"{n} msgs {statistics.median(diffs):+6.1f} µs (IQR {q1:+.1f}…{q3:+.1f})")
+    return "  ".join(cells)
 
 
 if __name__ == "__main__":
