@@ -1,14 +1,16 @@
 """Where ours' own time goes: the stages of one instrumented call, timed in the call.
 
-    .venv-bench/bin/python benchmarks/overhead_stages.py [--length 20] [--calls 400]
+    .venv-bench/bin/python benchmarks/overhead_stages.py [--length 20] [--calls 400] [--count-calls]
 
 Runs the benchmark's agent (``overhead_worker.Agent``: the same client, transport and
 histories as ``instrumentation_overhead.py``) with ours, non-streaming, and wraps the stages of
 a call with timers of the thread's CPU time. Prints the call's own time (outside the SDK) and
 each stage's mean per timed call. Stages nest (``begin`` holds ``place`` and ``start span``);
 each timer adds about 1 µs. Timers run only during the timed calls, not while a new
-conversation's first call is made. A reading aid for ``docs/benchmarks.md``, not a benchmark of
-record: the side-by-side figures come from ``instrumentation_overhead.py``.
+conversation's first call is made. ``--count-calls`` counts the Python function calls per
+LLM call instead (ours, and the OpenTelemetry API and SDK on its behalf). A reading aid for
+``docs/benchmarks.md``, not a benchmark of record: the side-by-side figures come from
+``instrumentation_overhead.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import functools
 import gc
 import statistics
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -34,6 +37,19 @@ from overhead_history import anthropic_history
 
 ON = [False]
 TOTALS: dict[str, int] = {}
+CALLS: dict[str, int] = {}
+
+
+def _count_call(frame: Any, event: str, _arg: Any) -> None:
+    """A ``sys.setprofile`` hook: count Python calls into ours and into OpenTelemetry."""
+    if event != "call":
+        return
+    path = frame.f_code.co_filename
+    who = "otel_compaction" if "/otel_compaction/" in path else None
+    if who is None and "/opentelemetry/" in path:
+        who = "opentelemetry (API and SDK)"
+    if who is not None:
+        CALLS[who] = CALLS.get(who, 0) + 1
 
 
 def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -80,6 +96,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--length", type=int, default=20)
     parser.add_argument("--calls", type=int, default=400)
+    parser.add_argument(
+        "--count-calls",
+        action="store_true",
+        help="count the Python function calls per LLM call (ours, the OTel API and SDK) instead",
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     overhead_clock.time = type("ThreadClock", (), {"perf_counter_ns": time.thread_time_ns})  # type: ignore[assignment]
@@ -93,7 +114,8 @@ def main() -> None:
     clock.install()
     config = BY_KEY["ours"]
     worker._instrument(config, "anthropic", tracer_provider, meter_provider)
-    install_timers()
+    if not args.count_calls:
+        install_timers()
     agent = worker.Agent(
         worker._make_call("anthropic", config, tracer_provider), anthropic_history, "s", clock
     )
@@ -110,9 +132,17 @@ def main() -> None:
         ON[0] = True
         clock.inner_ns = 0
         start = time.thread_time_ns()
+        if args.count_calls:
+            sys.setprofile(_count_call)
         agent.call(messages, False)
+        sys.setprofile(None)
         own.append(time.thread_time_ns() - start - clock.inner_ns)
         ON[0] = False
+    if args.count_calls:
+        print(f"ours, {args.length} messages, Python function calls per LLM call")
+        for who, count in sorted(CALLS.items()):
+            print(f"  {who:40s} {count / args.calls:7.1f}")
+        return
     print(f"ours, {args.length} messages, {args.calls} calls, thread CPU time")
     print(f"  own time per call (median)             {statistics.median(own) / 1e3:7.1f} µs")
     for name, total in sorted(TOTALS.items(), key=lambda kv: -kv[1]):
