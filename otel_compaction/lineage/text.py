@@ -5,7 +5,11 @@ first 16 hex digits of the SHA-256 of its whitespace-normalised text) for exact
 matches, and a bounded *sketch* of its word shingles for fuzzy ones:
 
 - a shingle is a run of ``k`` consecutive words (lower-cased ``\\w+`` runs),
-  ``k = 5`` or the whole text when it is shorter;
+  ``k = 5`` or the whole text when it is shorter; its hash is the same in every
+  process (each word becomes an int, see :func:`word_ids`, and a tuple of ints
+  hashes without Python's per-process string salt), so a sketch means the same
+  after a restart (``processor/snapshot.py`` keeps them) and a truncated sketch
+  samples the same shingles in every run;
 - the sketch keeps at most ``MAX_SKETCH`` shingle hashes, the smallest ones (a
   bottom-k sample, uniform because the hashes are), plus the largest hash kept;
   a shingle of another text can only be compared with the sketch when its hash
@@ -34,6 +38,7 @@ CONTAINMENT_MATCH = 0.8
 MAX_WORDS = 200_000
 
 _WORD = re.compile(r"\w+")
+_blake2b = hashlib.blake2b
 
 
 def normalise(text: str) -> str:
@@ -59,13 +64,36 @@ def words(text: str) -> list[str]:
 def shingles(tokens: list[str], k: int) -> set[int]:
     """Hashes of every run of ``k`` consecutive words (one run when shorter than k).
 
-    Python's string hash is salted per process; sketches never leave the process.
+    The same in every process: the words are numbered by :func:`word_ids`, not
+    hashed by Python's salted string hash.
     """
     if not tokens:
         return set()
-    if len(tokens) <= k:
-        return {hash(tuple(tokens))}
-    return {hash(tuple(tokens[i : i + k])) for i in range(len(tokens) - k + 1)}
+    ids = word_ids(tokens)
+    if len(ids) <= k:
+        return {hash(tuple(ids))}
+    # zip of k shifted slices yields each run as a tuple, without a slice per run.
+    return set(map(hash, zip(*(ids[j : len(ids) - k + 1 + j] for j in range(k)), strict=False)))
+
+
+def word_ids(tokens: list[str]) -> list[int]:
+    """Each word as a stable int below 2**56: its UTF-8 bytes read as a number when they
+    fit in 7 bytes (most words; no word holds a NUL, so distinct words give distinct
+    ints), else the first 7 bytes of its BLAKE2b digest.
+
+    Below 2**61 an int hashes as itself, so a tuple of them hashes the same in
+    every process of the same Python; each distinct word is converted once.
+    """
+    unique = set(tokens)
+    ids = dict(zip(unique, map(_word_id, unique), strict=True))
+    return list(map(ids.__getitem__, tokens))
+
+
+def _word_id(word: str) -> int:
+    data = word.encode()
+    if len(data) > 7:
+        data = _blake2b(data, digest_size=7).digest()
+    return int.from_bytes(data)
 
 
 @dataclass(frozen=True, slots=True)

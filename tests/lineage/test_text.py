@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from otel_compaction.analyzer import compacted_tokens
@@ -66,3 +70,30 @@ def test_compacted_region_size(kw: dict[str, object], expected: int | None) -> N
     """The compacted region is sized from its texts, else before minus the retained tail."""
     obs = CompactionObservation(source=CompactionSource.EXPLICIT, **kw)  # type: ignore[arg-type]
     assert compacted_tokens(obs) == expected
+
+
+def test_shingle_hashes_are_the_same_in_every_process() -> None:
+    """A truncated sketch keeps the same hashes under two different string-hash salts."""
+    program = (
+        "from otel_compaction.lineage import text as t\n"
+        "words = ' '.join(f'w{i % 700} longer-word-{i % 13}' for i in range(3000))\n"
+        "sk = t.sketch(words, limit=64)\n"
+        "print(sorted(sk.hashes), sk.threshold)"
+    )
+    runs = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, "-c", program], env=env, capture_output=True, text=True, check=True
+        )
+        runs.add(done.stdout)
+    assert len(runs) == 1
+
+
+def test_distinct_words_get_distinct_ids() -> None:
+    """Short words map to their bytes (no collision); long words to a 56-bit digest."""
+    words = ["a", "ab", "ba", "abcdefg", "abcdefgh", "abcdefgi", "é"]
+    ids = txt.word_ids(words)
+    assert len(set(ids)) == len(words)
+    assert all(0 <= i < 2**56 for i in ids)
+    assert txt.word_ids(["ab", "ab"]) == [ids[1], ids[1]]
