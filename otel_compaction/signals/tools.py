@@ -75,7 +75,8 @@ DEFAULT_TOOL_CATEGORIES: Mapping[str, ToolCategory] = MappingProxyType(
 
 SHELL_TOOLS: Final = _words(
     "bash shell sh zsh terminal run_command run_terminal_cmd run_shell_command "
-    "execute_command exec exec_command local_shell container.exec bash_tool powershell cmd"
+    "execute_command exec exec_command local_shell container.exec bash_tool powershell cmd "
+    "shell_command"
 )
 """Tools whose category depends on the command line they run."""
 
@@ -100,10 +101,12 @@ _EDIT_CMD = re.compile(
 )
 _READ_CMDS: Final = _words(
     "cat ls ll grep egrep rg ag ack find fd head tail less more wc tree stat file "
-    "which pwd echo nl du diff jq awk sed"
+    "which pwd echo nl du diff jq awk sed "
+    "get-content get-childitem get-item select-string test-path gc gci dir type"
 )
 _READ_GIT: Final = _words("log show diff status blame grep ls-files branch")
 _SEGMENT_SPLIT = re.compile(r"&&|\|\||[;|\n]")
+_QUOTED = re.compile(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"")
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 _MAX_COMMAND_CHARS = 4096
 
@@ -140,6 +143,8 @@ def categorize_command(command: str) -> ToolCategory:
     text = command[:_MAX_COMMAND_CHARS].lower()
     if _TEST_CMD.search(text):
         return ToolCategory.TEST
+    # Quoted text is an argument: a | or > inside "a|b" is neither a pipe nor a redirect.
+    text = _QUOTED.sub("''", text)
     if _EDIT_CMD.search(text):
         return ToolCategory.EDIT
     if text.strip() and all(_is_read_segment(seg) for seg in _SEGMENT_SPLIT.split(text)):

@@ -174,3 +174,30 @@ def test_categorizer_argument_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) 
     assert categorize("bash", json.dumps({"command": "ls " + "x" * 2000})) is R
     assert len(categorize._by_arguments) <= 3
     assert all(len(arguments) <= 1024 for _, arguments in categorize._by_arguments)
+
+
+@pytest.mark.parametrize(
+    ("command", "category"),
+    [
+        ('rg "retry|backoff" src', ToolCategory.READ),
+        ('grep "a > b" notes.txt', ToolCategory.READ),
+        ("echo done > status.txt", ToolCategory.EDIT),
+        ("ls | wc -l", ToolCategory.READ),
+    ],
+)
+def test_quoted_pipes_and_redirects_are_arguments(command: str, category: ToolCategory) -> None:
+    """A | or > inside quotes is part of an argument, not a pipe or a redirect."""
+    assert categorize_command(command) is category
+
+
+@pytest.mark.parametrize(
+    ("arguments", "category"),
+    [
+        ('{"command": "Get-Content src/app.py"}', ToolCategory.READ),
+        ('{"command": "python -m pytest -q"}', ToolCategory.TEST),
+        ('{"command": "npm install"}', ToolCategory.RUN),
+    ],
+)
+def test_codex_shell_command_is_a_shell_tool(arguments: str, category: ToolCategory) -> None:
+    """Codex's shell_command (PowerShell on Windows) is read by its command line."""
+    assert categorize_tool("shell_command", arguments) is category
