@@ -8,7 +8,15 @@ idle, and tells its listeners about every finding.
 Order of calls on a conversation: ``report_phase`` whenever the agent knows its
 phase; ``observe_compaction`` as soon as a compaction is known and *before*
 ``observe_turn`` of the first call that sees the compacted context;
-``observe_turn`` once per LLM call. Every call is thread-safe and cheap (a few
+``observe_turn`` once per LLM call.
+
+A compaction is judged in two steps. On ``observe_compaction``, by the rules that
+need only the state it fired in; once it is *settled*, by those that need the size
+after it (``needs_size_after``: ineffective compaction, no progress, a lost task).
+The size after is the context of the first call that sees the compacted context:
+given with the observation (``context_after``) it settles at once; otherwise the
+next ``observe_turn`` settles it and returns what it found in
+``TurnAnalysis.settled``. Every call is thread-safe and cheap (a few
 dozen arithmetic operations per turn; text matching only on compactions).
 
 An analyzer is small, since a registry may hold 100,000 of them (about 2 KB each
@@ -21,6 +29,7 @@ settings (matrices, categorizer, decay weights) is shared.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -30,7 +39,13 @@ from contextlib import AbstractContextManager
 from typing import Any, Final, TypeVar
 
 from otel_compaction.config import Settings
-from otel_compaction.detectors import DEFAULT_DETECTORS, DetectionContext, Detector, run_detectors
+from otel_compaction.detectors import (
+    DEFAULT_DETECTORS,
+    DetectionContext,
+    Detector,
+    needs_size_after,
+    run_detectors,
+)
 from otel_compaction.lineage import LineageTracker
 from otel_compaction.model import (
     CompactionAnalysis,
@@ -84,6 +99,9 @@ class ConversationAnalyzer:
         "_clock",
         "_compacted_pending",
         "_detectors",
+        "_fixed",
+        "_floor",
+        "_later",
         "_lineage",
         "_livelocked",
         "_lock",
@@ -93,6 +111,7 @@ class ConversationAnalyzer:
         "_phase_tracker",
         "_pressure_tracker",
         "_turn_index",
+        "_unsettled",
         "conversation_id",
         "last_seen",
         "settings",
@@ -110,7 +129,7 @@ class ConversationAnalyzer:
     ) -> None:
         self.conversation_id = conversation_id
         self.settings = settings or Settings.from_env()
-        self._detectors = tuple(detectors)
+        self._detectors, self._later = split_detectors(tuple(detectors))
         self._clock = clock
         self._on_finding = on_finding
         self._lock = lock if lock is not None else threading.Lock()
@@ -122,6 +141,10 @@ class ConversationAnalyzer:
         self._compacted_pending = False
         self._livelocked = False
         self._phase_since = 0
+        self._floor: int | None = None
+        self._fixed: int | None = None
+        self._unsettled: tuple[FindingKind, ...] | None = None
+        """The kinds found on a compaction waiting for the first call after it."""
         self.last_seen = clock()
 
     # ----------------------------------------------------------------- state
@@ -179,33 +202,46 @@ class ConversationAnalyzer:
             return self._phase_tracker.report(report)
 
     def observe_turn(self, obs: TurnObservation) -> TurnAnalysis:
-        """Account one LLM call and return its signals."""
+        """Account one LLM call and return its signals (and the compaction it settled)."""
         with self._lock:
-            self.last_seen = self._clock()
-            turn = self._turn_index = self._turn_index + 1
-            context_tokens = obs.context_tokens
-            window = obs.window or context_window(obs.model, self.settings)
-            pressure = self._pressure_tracker.observe(
-                context_tokens, window, obs.tool_output_tokens
-            )
-            categories = self._categories(obs)
-            phase_tracker = self._phase_tracker
-            phase = phase_tracker.observe_categories(categories, turn)
-            self._phase_known = True
-            transition = phase_tracker.last_transition
-            if transition is not None or turn == 1:
-                self._phase_since = turn - 1
-            self._lineage.observe_turn(turn, context_tokens, obs.new_content_tokens)
-            compacted, self._compacted_pending = self._compacted_pending, False
-            return TurnAnalysis(
-                self.conversation_id,
-                turn,
-                pressure,
-                phase,
-                transition,
-                compacted,
-                _category_values(categories),
-            )
+            analysis = self._turn(obs)
+        if analysis.settled is not None:
+            self._notify(analysis.settled.findings)
+        return analysis
+
+    def _turn(self, obs: TurnObservation) -> TurnAnalysis:
+        self.last_seen = self._clock()
+        settled = None
+        if self._unsettled is not None and obs.context_tokens > 0:
+            # A call of unknown size (0) cannot settle it: the next one will.
+            settled = self._settle(self._unsettled, obs.context_tokens)
+        turn = self._turn_index = self._turn_index + 1
+        context_tokens = obs.context_tokens
+        window = obs.window or context_window(obs.model, self.settings)
+        pressure = self._pressure_tracker.observe(context_tokens, window, obs.tool_output_tokens)
+        categories = self._categories(obs)
+        phase_tracker = self._phase_tracker
+        phase = phase_tracker.observe_categories(categories, turn)
+        self._phase_known = True
+        transition = phase_tracker.last_transition
+        if transition is not None or turn == 1:
+            self._phase_since = turn - 1
+        self._lineage.observe_turn(turn, context_tokens, obs.new_content_tokens)
+        if context_tokens > 0 and (self._floor is None or context_tokens < self._floor):
+            self._floor = context_tokens
+        if obs.fixed_tokens is not None:
+            self._fixed = obs.fixed_tokens
+        compacted, self._compacted_pending = self._compacted_pending, False
+        return TurnAnalysis(
+            self.conversation_id,
+            turn,
+            pressure,
+            phase,
+            transition,
+            compacted,
+            _category_values(categories),
+            settled,
+        )
 
     def _categories(self, obs: TurnObservation) -> tuple[ToolCategory, ...]:
         # Categories read back from a span win: the arguments that decided them
@@ -242,13 +278,58 @@ class ConversationAnalyzer:
             pressure=pressure,
             phase=phase,
             compacted_tokens=compacted_tokens(obs),
+            floor_tokens=self._floor,
+            fixed_tokens=self._fixed,
         )
         findings = run_detectors(ctx, self._detectors)
+        self._unsettled = None
+        if record.settled:
+            later = run_detectors(ctx, self._later, exclude=_kinds(findings))
+            findings = (*findings, *later)
+        else:
+            # Only the kinds found are kept: what the later rules read (the records, the
+            # pressure and sizes before the compaction) is still here when the next turn comes.
+            self._unsettled = tuple(f.kind for f in findings)
         self._update_livelock(record, history, findings)
         self._compacted_pending = True
         if obs.mode is CompactionMode.PRUNE:
             self._pressure_tracker.clear()  # the pruned tool outputs no longer weigh
         return CompactionAnalysis(record, pressure, phase, findings)
+
+    def finish(self) -> CompactionAnalysis | None:
+        """Judge a compaction no call followed (the end of a transcript), its size after
+        unknown; returns what that added, or None when nothing was waiting."""
+        with self._lock:
+            pending = self._unsettled
+            analysis = None if pending is None else self._settle(pending, None)
+        if analysis is not None:
+            self._notify(analysis.findings)
+        return analysis
+
+    def _settle(
+        self, found: tuple[FindingKind, ...], context_after: int | None
+    ) -> CompactionAnalysis | None:
+        """Judge the unsettled compaction now that the first call after it is known (before
+        that call is accounted: the state is still the one the compaction fired in)."""
+        self._unsettled = None
+        if context_after is None:
+            record = self._lineage.last
+        else:
+            record = self._lineage.settle(context_after)
+        if record is None:
+            return None
+        pressure = self._pressure_tracker.last
+        ctx = DetectionContext(
+            record=record,
+            settings=self.settings,
+            history=self._lineage.records[:-1],
+            pressure=pressure,
+            floor_tokens=self._floor,
+            fixed_tokens=self._fixed,
+        )
+        findings = run_detectors(ctx, self._later, exclude=frozenset(found))
+        self._update_livelock(record, ctx.history, findings)
+        return CompactionAnalysis(record, pressure, None, findings)
 
     def _update_livelock(
         self,
@@ -259,8 +340,8 @@ class ConversationAnalyzer:
         if any(f.kind is FindingKind.REEXPANSION_LIVELOCK for f in findings):
             self._livelocked = True
             return
-        if not self._livelocked:
-            return
+        if not self._livelocked or not record.settled:
+            return  # an unsettled compaction may still be found in livelock
         previous = history[-1].cycle if history else None
         recovered = (
             record.cycle is not None
@@ -275,6 +356,29 @@ class ConversationAnalyzer:
             return
         for finding in findings:
             self._on_finding(finding)
+
+
+def split_detectors(
+    detectors: tuple[Detector, ...],
+) -> tuple[tuple[Detector, ...], tuple[Detector, ...]]:
+    """The detectors run on observation and those run on settlement, shared by the analyzers
+    of a registry (two tuples per analyzer would cost 100,000 conversations 20 MB)."""
+    try:
+        return _split(detectors)
+    except TypeError:  # an unhashable detector of the user's: split it for this analyzer
+        return _split.__wrapped__(detectors)
+
+
+@functools.lru_cache(maxsize=16)
+def _split(detectors: tuple[Detector, ...]) -> tuple[tuple[Detector, ...], tuple[Detector, ...]]:
+    return (
+        tuple(d for d in detectors if not needs_size_after(d)),
+        tuple(d for d in detectors if needs_size_after(d)),
+    )
+
+
+def _kinds(findings: tuple[Finding, ...]) -> frozenset[FindingKind]:
+    return frozenset(f.kind for f in findings)
 
 
 def _parse_category(value: str) -> ToolCategory | None:
@@ -401,6 +505,12 @@ class ConversationRegistry:
             if oldest.last_seen >= limit:
                 return
             del self._analyzers[cid]
+
+    def finish(self) -> list[CompactionAnalysis]:
+        """:meth:`ConversationAnalyzer.finish` of every tracked conversation (end of input)."""
+        with self._lock:
+            analyzers = list(self._analyzers.values())
+        return [found for a in analyzers if (found := a.finish()) is not None]
 
     def livelocked_count(self) -> int:
         """How many tracked conversations are currently in re-expansion livelock."""

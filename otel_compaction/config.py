@@ -37,6 +37,11 @@ class Settings(BaseModel):
     transition_veto: float = Field(0.35, ge=0.0, le=1.0)
     hard_ceiling: float = Field(0.92, ge=0.0, le=1.0)
     extractive_tail_turns: int = Field(8, ge=0)
+    boundary_scope: Literal["summarizing", "client_lossy"] = Field(
+        "summarizing",
+        description="which compactions the boundary rule judges: every summarizing one, "
+        "or only the client's own lossy ones (note 000's scope)",
+    )
 
     # Pressure signals.
     attention_window: int = Field(8, ge=1, description="K: how many recent tool outputs count")
@@ -47,6 +52,18 @@ class Settings(BaseModel):
     # Phase signals.
     phases: tuple[str, ...] = semconv.DEFAULT_PHASES
     phase_stickiness: float = Field(0.85, gt=0.0, lt=1.0)
+    phase_min_evidence_turns: int = Field(
+        3, ge=0, description="turns with tool calls before an inferred phase is known"
+    )
+    phase_hold_confidence: float = Field(
+        0.9, gt=0.0, le=1.0, description="confidence at which an inferred phase counts as held"
+    )
+    phase_hold_reported_confidence: float = Field(
+        0.8, gt=0.0, le=1.0, description="confidence at which a reported phase counts as held"
+    )
+    phase_hold_turns: int = Field(
+        3, ge=0, description="turns a held phase stays the reference after it was last held"
+    )
     tool_categories: dict[str, str] = Field(default_factory=dict)
 
     # Re-expansion livelock (source note 004) and the vendors' thrashing guards.
@@ -55,7 +72,15 @@ class Settings(BaseModel):
     livelock_content_stability: float = Field(0.15, ge=0.0)
     thrashing_turns: int = Field(3, ge=1)
     thrashing_count: int = Field(3, ge=1)
-    no_progress_count: int = Field(3, ge=1)
+    no_progress_count: int = Field(2, ge=1)
+
+    # Lineage: how much of an earlier summary a summary must repeat to continue it.
+    lineage_carry_over: float = Field(0.5, gt=0.0, le=1.0)
+
+    # Ineffective compaction: what a compaction must reclaim, in turns of the context's
+    # growth, and as a share of the context when the growth is unknown.
+    ineffective_min_turns: float = Field(2.0, ge=0.0)
+    ineffective_min_reclaimed: float = Field(0.05, ge=0.0, le=1.0)
 
     # Rubric and preserve-schema (source note 001).
     short_run_turns: int = Field(20, ge=0)

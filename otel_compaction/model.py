@@ -36,6 +36,12 @@ class PhaseEstimate:
     """The phase of a conversation after a turn, from either source.
 
     ``distribution`` is aligned with ``Settings.phases`` and sums to 1.
+    ``known`` is False until the conversation has shown enough evidence for any
+    phase (``Settings.phase_min_evidence_turns`` turns with tool calls, or a
+    report): an unknown phase has no transition likelihood (0.0 here, absent on
+    spans) and no rule judges it. ``transition_likelihood`` rises above the
+    model's base rate only while a phase that was held with confidence is losing
+    its probability (``docs/signals.md``).
     """
 
     name: str
@@ -45,6 +51,11 @@ class PhaseEstimate:
     source: PhaseSource
     distribution: tuple[float, ...]
     names: tuple[str, ...] = ()
+    known: bool = True
+    held_phase: str | None = None
+    """The phase last held with confidence, the reference of ``transition_likelihood``."""
+    held_turn: int = 0
+    """The last turn ``held_phase`` was held (0 when there is none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +98,8 @@ class TurnObservation:
         tool_categories: the category of each call in ``tool_calls`` when it is
             already known (read back from a span that recorded it); used instead of
             classifying the names and arguments again. Empty when unknown.
+        fixed_tokens: the system prompt and tool definitions of the request, in
+            tokens, when known: the part of the context no compaction can reclaim.
     """
 
     context_tokens: int
@@ -98,11 +111,17 @@ class TurnObservation:
     timestamp: float | None = None
     tool_arguments: tuple[str | None, ...] = ()
     tool_categories: tuple[str, ...] = ()
+    fixed_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class TurnAnalysis:
-    """The signals of one turn, ready to become span attributes."""
+    """The signals of one turn, ready to become span attributes.
+
+    ``settled`` is the compaction this turn settled: the first call after a
+    compaction whose size after was not yet known measures it; the analysis holds
+    the record with that size and the findings that needed it (only those).
+    """
 
     conversation_id: str
     turn_index: int
@@ -111,6 +130,7 @@ class TurnAnalysis:
     transition: PhaseTransition | None = None
     compacted: bool = False
     tool_categories: tuple[str, ...] = ()
+    settled: CompactionAnalysis | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +141,9 @@ class CompactionObservation:
         source: where it was seen (explicit call, provider response, inferred...).
         mode: lossy summary, extractive (verbatim tail kept), prune, or server-side.
         trigger: why it fired, free text (``auto``, ``manual``, ``input_tokens``...).
-        tokens_before / tokens_after: context size just before and just after.
+        tokens_before / tokens_after: context size just before, and just after as
+            the source tells it (an estimate, or a transcript's own figure, which
+            may be the summary's size: Claude Code's ``postTokens``).
         summary_tokens / retained_tail_tokens: sizes of the summary and of the
             part of the history kept verbatim.
         summary_text: the summary, when known (kept in memory only as a
@@ -136,6 +158,12 @@ class CompactionObservation:
         compaction_id: an id given by the source; one is generated otherwise.
         turn_index: the turn of the first call that sees the compacted context;
             defaults to the next turn.
+        context_after: the context of that first call, when it is already known
+            (the instrumentation reads it from the call's usage); otherwise the
+            analyzer takes it from the next turn it observes. This, not
+            ``tokens_after``, is the size after the compaction.
+        error: why the summary step failed, as the source names it
+            (``too_few_groups``), when ``failed``.
     """
 
     source: CompactionSource
@@ -154,6 +182,8 @@ class CompactionObservation:
     compaction_id: str | None = None
     turn_index: int | None = None
     timestamp: float | None = None
+    context_after: int | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +203,12 @@ class Cycle:
 
 @dataclass(frozen=True, slots=True)
 class CompactionRecord:
-    """A compaction with its lineage and cycle, as the lineage tracker keeps it."""
+    """A compaction with its lineage and cycle, as the lineage tracker keeps it.
+
+    ``tokens_after`` is the context of the first call that sees the compacted
+    context (None until that call is known: the compaction is then *unsettled*);
+    ``tokens_after_reported`` is the source's own figure, kept beside it.
+    """
 
     compaction_id: str
     conversation_id: str
@@ -199,6 +234,19 @@ class CompactionRecord:
     timestamp: float | None = None
     # The context window the fractions were computed against, when known.
     window: int | None = None
+    tokens_after_reported: int | None = None
+    error: str | None = None
+    lineage_assumed: bool = False
+    """The parent was assumed (nothing known of the texts: summarize-then-truncate's
+    default), not measured from the summary or stated by the source."""
+    growth_per_turn: float | None = None
+    """How much the context grew per turn in the cycle this compaction closed (None when
+    unknown): what the tokens it reclaims are measured against, in turns."""
+
+    @property
+    def settled(self) -> bool:
+        """Whether the size after the compaction (the next call's context) is known."""
+        return self.tokens_after is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,3 +289,10 @@ class CompactionAnalysis:
     def flagged(self, kind: FindingKind) -> bool:
         """Whether a finding of ``kind`` was raised on this compaction."""
         return any(f.kind is kind for f in self.findings)
+
+    def merged(self, settled: CompactionAnalysis) -> CompactionAnalysis:
+        """This analysis completed by its settlement (``TurnAnalysis.settled``): the
+        settled record, and the findings of both steps."""
+        return CompactionAnalysis(
+            settled.record, self.pressure, self.phase, (*self.findings, *settled.findings)
+        )

@@ -64,6 +64,7 @@ TURN_INDEX: Final = "compaction.turn.index"
 CONTEXT_TOKENS: Final = "compaction.context.tokens"
 CONTEXT_WINDOW: Final = "compaction.context.window"
 CONTEXT_NEW_CONTENT_TOKENS: Final = "compaction.context.new_content_tokens"
+CONTEXT_FIXED_TOKENS: Final = "compaction.context.fixed_tokens"
 PRESSURE_TOKEN_FRACTION: Final = "compaction.pressure.token_fraction"
 PRESSURE_ATTENTION_DECAY: Final = "compaction.pressure.attention_decay"
 PHASE_NAME: Final = "compaction.phase.name"
@@ -71,6 +72,8 @@ PHASE_CONFIDENCE: Final = "compaction.phase.confidence"
 PHASE_ENTROPY: Final = "compaction.phase.entropy"
 PHASE_TRANSITION_LIKELIHOOD: Final = "compaction.phase.transition_likelihood"
 PHASE_SOURCE: Final = "compaction.phase.source"
+PHASE_UNKNOWN: Final = "unknown"
+"""``compaction.phase.name`` of a turn whose phase has too little evidence yet."""
 # A reported phase distribution, names and probabilities aligned (only when the
 # source is "reported"): lets the processor repeat the transition likelihood.
 PHASE_NAMES: Final = "compaction.phase.names"
@@ -96,6 +99,7 @@ COMPACTION_TRIGGER: Final = "compaction.trigger"
 COMPACTION_MODE: Final = "compaction.mode"
 TOKENS_BEFORE: Final = "compaction.tokens.before"
 TOKENS_AFTER: Final = "compaction.tokens.after"
+TOKENS_AFTER_REPORTED: Final = "compaction.tokens.after_reported"
 TOKENS_SUMMARY: Final = "compaction.tokens.summary"
 TOKENS_RETAINED_TAIL: Final = "compaction.tokens.retained_tail"
 TOKENS_DUPLICATED: Final = "compaction.tokens.duplicated"
@@ -104,6 +108,7 @@ TOKEN_FRACTION_AT_COMPACTION: Final = "compaction.tokens.before_fraction"
 LINEAGE_PARENT_ID: Final = "compaction.lineage.parent_id"
 LINEAGE_ROOT_ID: Final = "compaction.lineage.root_id"
 LINEAGE_GENERATION: Final = "compaction.lineage.generation"
+LINEAGE_ASSUMED: Final = "compaction.lineage.assumed"
 CYCLE_INTERVAL_TURNS: Final = "compaction.cycle.interval_turns"
 CYCLE_NEW_CONTENT_TOKENS: Final = "compaction.cycle.new_content_tokens"
 CYCLE_NET_GROWTH_TOKENS: Final = "compaction.cycle.net_growth_tokens"
@@ -111,6 +116,9 @@ CYCLE_RESIDUAL_TOKENS: Final = "compaction.cycle.residual_tokens"
 SUMMARY_SCHEMA_COVERAGE: Final = "compaction.summary.schema_coverage"
 SUMMARY_MISSING_FIELDS: Final = "compaction.summary.missing_fields"
 SUMMARY_FAILED: Final = "compaction.summary.failed"
+SUMMARY_ERROR: Final = "compaction.summary.error"
+COMPACTION_ERROR: Final = "compaction.error"
+"""Metric attribute of failed compactions: the error the source names (``unknown`` if none)."""
 SUMMARY_FINGERPRINT: Final = "compaction.summary.fingerprint"
 SUMMARY_TEXT: Final = "compaction.summary.text"
 CONTENT_TRUNCATED: Final = "compaction.content.truncated"
@@ -119,6 +127,7 @@ FLAG_LIVELOCK: Final = "compaction.flag.livelock"
 FLAG_SHORT_RUN: Final = "compaction.flag.short_run"
 FLAG_SCHEMA_GAP: Final = "compaction.flag.schema_gap"
 FLAG_LOST_TASK: Final = "compaction.flag.lost_task"
+FLAG_INEFFECTIVE: Final = "compaction.flag.ineffective"
 FLAG_REASON: Final = "compaction.flag.reason"
 
 # The finding span the processor emits in tap mode (child of, and linked to,
@@ -167,6 +176,7 @@ class FindingKind(StrEnum):
     SHORT_RUN_COMPACTION = "short_run_compaction"
     SUMMARY_SCHEMA_COVERAGE = "summary_schema_coverage"
     LOST_TASK = "lost_task"
+    INEFFECTIVE_COMPACTION = "ineffective_compaction"
 
 
 class AdviceAction(StrEnum):
@@ -189,6 +199,7 @@ FLAG_BY_KIND: Final = {
     FindingKind.SHORT_RUN_COMPACTION: FLAG_SHORT_RUN,
     FindingKind.SUMMARY_SCHEMA_COVERAGE: FLAG_SCHEMA_GAP,
     FindingKind.LOST_TASK: FLAG_LOST_TASK,
+    FindingKind.INEFFECTIVE_COMPACTION: FLAG_INEFFECTIVE,
 }
 
 # Values of gen_ai.operation.name that are one LLM call (one turn); spans of other
@@ -302,6 +313,13 @@ METRIC_COMPACTIONS: Final = MetricSpec(
     "{compaction}",
     "Compactions observed, by source and mode.",
     (COMPACTION_SOURCE, COMPACTION_MODE),
+)
+METRIC_FAILED_COMPACTIONS: Final = MetricSpec(
+    "compaction.compactions.failed",
+    "counter",
+    "{compaction}",
+    "Compactions whose summary step failed, by source and the error the source names.",
+    (COMPACTION_SOURCE, COMPACTION_ERROR),
 )
 METRIC_FINDINGS: Final = MetricSpec(
     "compaction.findings",
@@ -448,6 +466,7 @@ ALL_METRICS: Final = (
     METRIC_TOKEN_USAGE,
     METRIC_OPERATION_DURATION,
     METRIC_COMPACTIONS,
+    METRIC_FAILED_COMPACTIONS,
     METRIC_FINDINGS,
     METRIC_PHASE_TRANSITIONS,
     METRIC_TOKEN_FRACTION,

@@ -79,12 +79,63 @@ def test_phase_unknown_until_a_turn_or_report() -> None:
 def test_transition_is_reported_on_the_turn_it_is_first_seen() -> None:
     """A reported phase change shows up as the transition of the next turn."""
     an = ConversationAnalyzer("c", Settings())
-    an.observe_turn(turn(tool_calls=("read_file",)))
+    for _ in range(3):  # enough evidence for a known phase (explore)
+        an.observe_turn(turn(tool_calls=("read_file",)))
     an.report_phase(PhaseReport("patch", confidence=0.9))
     analysis = an.observe_turn(turn(tool_calls=("edit_file",)))
     assert analysis.transition is not None
-    assert (analysis.transition.to_phase, analysis.transition.turn_index) == ("patch", 2)
+    assert (analysis.transition.from_phase, analysis.transition.to_phase) == ("explore", "patch")
+    assert analysis.transition.turn_index == 4
     assert an.phase_turns == 1
+
+
+def test_the_first_known_phase_is_no_transition() -> None:
+    """From unknown to a known phase is not a change of phase: no transition event."""
+    an = ConversationAnalyzer("c", Settings())
+    an.observe_turn(turn(tool_calls=("read_file",)))
+    an.report_phase(PhaseReport("patch", confidence=0.9))
+    assert an.observe_turn(turn(tool_calls=("edit_file",))).transition is None
+
+
+def test_a_compaction_is_settled_by_the_next_call() -> None:
+    """A compaction observed without its size after is measured by the next turn: the record
+    gets that call's context, the source's own figure stays beside it, and the findings that
+    needed the size come with the turn (here: it reclaimed nothing)."""
+    an = ConversationAnalyzer("c", Settings())
+    an.observe_turn(turn(171_000, tool_calls=("read_file",)))
+    observed = an.observe_compaction(compaction(tokens_before=175_000, tokens_after=5_000))
+    assert not observed.record.settled
+    assert observed.record.tokens_after_reported == 5_000
+    settling = an.observe_turn(turn(176_000))
+    assert settling.settled is not None
+    assert settling.settled.record.tokens_after == 176_000
+    assert settling.settled.record.tokens_after_reported == 5_000
+    assert [f.kind for f in settling.settled.findings] == [FindingKind.INEFFECTIVE_COMPACTION]
+    assert an.compactions[-1].tokens_after == 176_000
+    assert an.observe_turn(turn(177_000)).settled is None
+
+
+def test_a_compaction_observed_with_its_size_after_is_settled_at_once() -> None:
+    """Given the first call's context with the observation, every rule judges it at once."""
+    an = ConversationAnalyzer("c", Settings())
+    an.observe_turn(turn(171_000, tool_calls=("read_file",)))
+    analysis = an.observe_compaction(compaction(tokens_before=175_000, context_after=176_000))
+    assert analysis.record.settled
+    assert analysis.flagged(FindingKind.INEFFECTIVE_COMPACTION)
+    assert an.observe_turn(turn(176_000)).settled is None
+
+
+def test_a_compaction_no_call_followed_is_judged_at_finish() -> None:
+    """At the end of input, a compaction still waiting is judged with its size after unknown:
+    the interval rules can still fire, the size rules cannot."""
+    analyzer, _ = note_004_run([20, 15, 11])
+    for _ in range(7):
+        analyzer.observe_turn(turn(new_content_tokens=600))
+    analyzer.observe_compaction(compaction(tokens_before=170_000))
+    finished = analyzer.finish()
+    assert finished is not None
+    assert [f.rule for f in finished.findings] == ["cadence"]
+    assert analyzer.finish() is None
 
 
 def test_compactions_and_known_summaries() -> None:
@@ -116,6 +167,7 @@ def test_livelock_is_sticky_until_recovery() -> None:
     for _ in range(8):
         analyzer.observe_turn(turn(new_content_tokens=600))
     analyzer.observe_compaction(compaction(tokens_after=60_000))
+    analyzer.observe_turn(turn(60_000))  # settles it: not flagged, a longer interval
     assert not analyzer.livelocked
 
 
@@ -126,13 +178,17 @@ def test_livelock_clears_on_lineage_reset() -> None:
     for _ in range(7):  # with the run's last turn: the same interval, no recovery
         analyzer.observe_turn(turn(new_content_tokens=600))
     chained = analyzer.observe_compaction(compaction())
-    assert not chained.findings
+    settled = analyzer.observe_turn(turn(new_content_tokens=600)).settled
+    assert settled is not None
+    assert not (*chained.findings, *settled.findings)
     assert chained.record.parent_id is not None
     assert analyzer.livelocked
-    for _ in range(8):
+    for _ in range(7):
         analyzer.observe_turn(turn(new_content_tokens=600))
     reset = analyzer.observe_compaction(compaction(continues_lineage=False))
-    assert not reset.findings
+    settled = analyzer.observe_turn(turn(new_content_tokens=600)).settled
+    assert settled is not None
+    assert not (*reset.findings, *settled.findings)
     assert not analyzer.livelocked
 
 
@@ -189,12 +245,12 @@ def test_listeners_get_findings_and_errors_are_swallowed(caplog: pytest.LogCaptu
     reg.add_listener(broken)
     reg.add_listener(seen.append)
     with caplog.at_level(logging.ERROR):
-        analysis = reg.get("c").observe_compaction(compaction(turn_index=3))
+        analysis = reg.get("c").observe_compaction(compaction(turn_index=3, tokens_before=30_000))
     assert [f.kind for f in seen] == [FindingKind.SHORT_RUN_COMPACTION]
     assert seen == list(analysis.findings)
     assert "listener" in caplog.text
     reg.remove_listener(seen.append)
-    reg.get("d").observe_compaction(compaction(turn_index=3))
+    reg.get("d").observe_compaction(compaction(turn_index=3, tokens_before=30_000))
     assert len(seen) == 1
 
 

@@ -12,16 +12,25 @@ from otel_compaction.detectors.base import (
     DetectionContext,
     Detector,
     RuleDetector,
+    needs_size_after,
     run_detectors,
 )
 from otel_compaction.detectors.boundary import BOUNDARY_DETECTOR, boundary_compaction
 from otel_compaction.detectors.cadence import CadenceVerdict, cadence_verdict
-from otel_compaction.detectors.livelock import LIVELOCK_DETECTOR, reexpansion_livelock
+from otel_compaction.detectors.ineffective import INEFFECTIVE_DETECTOR, ineffective_compaction
+from otel_compaction.detectors.livelock import (
+    LIVELOCK_DETECTOR,
+    NO_PROGRESS_DETECTOR,
+    no_progress,
+    reexpansion_livelock,
+)
 from otel_compaction.detectors.rubric import (
+    LOST_TASK_AFTER_DETECTOR,
     LOST_TASK_DETECTOR,
     SCHEMA_DETECTOR,
     SHORT_RUN_DETECTOR,
     lost_task,
+    lost_task_after,
     short_run_compaction,
     summary_schema_coverage,
 )
@@ -32,14 +41,21 @@ DEFAULT_DETECTORS: tuple[Detector, ...] = (
     SHORT_RUN_DETECTOR,
     SCHEMA_DETECTOR,
     LOST_TASK_DETECTOR,
+    INEFFECTIVE_DETECTOR,
+    NO_PROGRESS_DETECTOR,
+    LOST_TASK_AFTER_DETECTOR,
 )
-"""Every detector, in the order their findings are reported."""
+"""Every detector, in the order their findings are reported: those that need the size
+after the compaction (``needs_size_after``) run when it is settled."""
 
 __all__ = [
     "BOUNDARY_DETECTOR",
     "DEFAULT_DETECTORS",
+    "INEFFECTIVE_DETECTOR",
     "LIVELOCK_DETECTOR",
+    "LOST_TASK_AFTER_DETECTOR",
     "LOST_TASK_DETECTOR",
+    "NO_PROGRESS_DETECTOR",
     "SCHEMA_DETECTOR",
     "SHORT_RUN_DETECTOR",
     "CadenceVerdict",
@@ -48,7 +64,11 @@ __all__ = [
     "RuleDetector",
     "boundary_compaction",
     "cadence_verdict",
+    "ineffective_compaction",
     "lost_task",
+    "lost_task_after",
+    "needs_size_after",
+    "no_progress",
     "reexpansion_livelock",
     "run_detectors",
     "short_run_compaction",

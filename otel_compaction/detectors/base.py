@@ -32,6 +32,10 @@ class DetectionContext:
         phase: the phase at the moment of the compaction: the estimate after the
             last turn before it, including any phase report made since.
         compacted_tokens: size of the compacted region when known (None: unknown).
+        floor_tokens: the smallest context of any turn before the compaction (the
+            conversation's fixed part is at most this); None before any turn.
+        fixed_tokens: the system prompt and tool definitions of the last turn, in
+            tokens, when the source knows them.
     """
 
     record: CompactionRecord
@@ -40,6 +44,8 @@ class DetectionContext:
     pressure: Pressure | None = None
     phase: PhaseEstimate | None = None
     compacted_tokens: int | None = None
+    floor_tokens: int | None = None
+    fixed_tokens: int | None = None
 
     @property
     def run(self) -> tuple[CompactionRecord, ...]:
@@ -62,7 +68,10 @@ class Detector(Protocol):
     """Decides whether one compaction shows one kind of problem.
 
     ``evaluate`` must be pure and cheap (it runs in the agent's process on every
-    compaction) and should not raise; ``run_detectors`` still guards it.
+    compaction) and should not raise; ``run_detectors`` still guards it. A
+    detector with ``needs_size_after = True`` is run once the compaction is
+    settled (its ``tokens_after``, the next call's context, is known): at once
+    when the observation brought it, else on the next turn.
     """
 
     @property
@@ -81,20 +90,35 @@ class RuleDetector:
 
     kind: FindingKind
     rule: Callable[[DetectionContext], Finding | None]
+    needs_size_after: bool = False
 
     def evaluate(self, ctx: DetectionContext) -> Finding | None:
         """Apply the rule."""
         return self.rule(ctx)
 
 
-def run_detectors(ctx: DetectionContext, detectors: Iterable[Detector]) -> tuple[Finding, ...]:
+def needs_size_after(detector: Detector) -> bool:
+    """Whether ``detector`` judges a compaction only once it is settled."""
+    return bool(getattr(detector, "needs_size_after", False))
+
+
+def run_detectors(
+    ctx: DetectionContext,
+    detectors: Iterable[Detector],
+    *,
+    exclude: frozenset[FindingKind] = frozenset(),
+) -> tuple[Finding, ...]:
     """Every finding the detectors raise about ``ctx``, in detector order.
 
+    Kinds in ``exclude`` (already found on this compaction) are not raised again.
     A detector that raises is logged and skipped: a faulty rule must never break
     the agent it observes.
     """
     findings: list[Finding] = []
+    seen = set(exclude)
     for detector in detectors:
+        if detector.kind in seen:
+            continue
         try:
             found = detector.evaluate(ctx)
         except Exception:  # a faulty detector must not break the host
@@ -102,4 +126,5 @@ def run_detectors(ctx: DetectionContext, detectors: Iterable[Detector]) -> tuple
             continue
         if found is not None:
             findings.append(found)
+            seen.add(found.kind)
     return tuple(findings)

@@ -1,32 +1,50 @@
-"""Boundary compaction (source note 000): a lossy compaction while the phase was about to flip.
+"""Boundary compaction: a summarizing compaction fired while a held phase was giving way.
 
-Pressure causes compaction; the phase-transition likelihood vetoes *lossy*
-compaction. With ``tf`` the token fraction at the compaction (``tokens_before /
-window``, else the last turn's), ``ad`` the attention decay after the last turn
-before it, ``tl`` the transition likelihood at that moment:
+Pressure causes compaction; the phase-transition likelihood vetoes compaction
+that loses evidence. With ``tf`` the token fraction at the compaction
+(``tokens_before / window``, else the last turn's), ``ad`` the attention decay
+after the last turn before it, ``tl`` the transition likelihood at that moment:
 
 - rule ``ceiling``: ``tf >= hard_ceiling`` and ``tl > transition_veto``: compaction
-  had to happen, but it had to be extractive;
+  had to happen, but it had to keep the evidence (extractive);
 - rule ``veto``: ``tf >= pressure_threshold or ad >= pressure_threshold`` and
   ``tl > transition_veto``: the veto held, the compaction should have been
   extractive or deferred.
 
-Only mode ``lossy`` is judged (extractive, prune and server compactions are
-not flagged by this rule), and nothing is flagged when the phase or the
-pressure is unknown.
+Judged: every compaction that summarizes, whoever wrote the summary (``lossy``
+client compactions, provider-side ``server`` compactions, imported ones);
+``boundary_scope="client_lossy"`` narrows it to the client's own lossy
+compactions. Never judged: ``extractive`` and ``prune`` compactions, a phase
+that is unknown (too little evidence yet) and an unknown pressure. The remedy
+in the reason follows what fired the compaction. The rationale is on the
+concepts page (``docs/concepts.md``).
 """
 
 from __future__ import annotations
 
+from otel_compaction.config import Settings
 from otel_compaction.detectors.base import DetectionContext, RuleDetector
-from otel_compaction.model import Finding, PhaseEstimate
-from otel_compaction.semconv import CompactionMode, FindingKind
+from otel_compaction.model import CompactionRecord, Finding, PhaseEstimate
+from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind
+
+_CLIENT = frozenset({CompactionSource.EXPLICIT, CompactionSource.INFERRED})
+_PROVIDER = frozenset({CompactionSource.ANTHROPIC, CompactionSource.OPENAI})
+_SUMMARIZING = frozenset({CompactionMode.LOSSY, CompactionMode.SERVER})
+
+
+def judged(record: CompactionRecord, settings: Settings) -> bool:
+    """Whether the boundary rule judges ``record`` at all (its mode, source and the scope)."""
+    if record.mode not in _SUMMARIZING:
+        return False
+    if settings.boundary_scope == "client_lossy":
+        return record.mode is CompactionMode.LOSSY and record.source in _CLIENT
+    return True
 
 
 def boundary_compaction(ctx: DetectionContext) -> Finding | None:
-    """Flag a lossy compaction fired while the phase-transition veto held."""
+    """Flag a summarizing compaction fired while the phase-transition veto held."""
     record, phase, s = ctx.record, ctx.phase, ctx.settings
-    if record.mode is not CompactionMode.LOSSY or phase is None:
+    if not judged(record, s) or phase is None or not phase.known:
         return None
     tf = record.token_fraction
     if tf is None and ctx.pressure is not None:
@@ -37,30 +55,40 @@ def boundary_compaction(ctx: DetectionContext) -> Finding | None:
     tl = phase.transition_likelihood
     if tl <= s.transition_veto:
         return None
-    flip = (
-        f"the phase was about to flip (transition likelihood {tl:.2f} > "
-        f"{s.transition_veto:.2f}, {_straddle(phase, s.phases)})"
-    )
-    tail = f"keep the last {s.extractive_tail_turns} turns"
     if tf >= s.hard_ceiling:
-        reason = (
-            f"lossy compaction at turn {record.turn_index} at token fraction {tf:.2f} "
-            f">= hard ceiling {s.hard_ceiling:.2f} while {flip}; above the ceiling "
-            f"compaction must be extractive ({tail})"
-        )
-        return ctx.finding(FindingKind.BOUNDARY_COMPACTION, "ceiling", reason)
-    if tf < s.pressure_threshold and ad < s.pressure_threshold:
+        rule = "ceiling"
+        pressure = f"at token fraction {tf:.2f} >= hard ceiling {s.hard_ceiling:.2f}"
+    elif tf >= s.pressure_threshold or ad >= s.pressure_threshold:
+        rule, pressure = "veto", f"at {_pressure(tf, ad, s.pressure_threshold)}"
+    else:
         return None
     reason = (
-        f"lossy compaction at turn {record.turn_index} while {flip} at "
-        f"{_pressure(tf, ad, s.pressure_threshold)}; use extractive compaction "
-        f"({tail}) or defer"
+        f"{_what(record)} at turn {record.turn_index} {pressure} while the phase was "
+        f"changing ({_change(phase, s)}, transition likelihood {tl:.2f} > "
+        f"{s.transition_veto:.2f}){_sizes(record, ctx.compacted_tokens)}; "
+        f"{_remedy(record, s, rule)}"
     )
-    return ctx.finding(FindingKind.BOUNDARY_COMPACTION, "veto", reason)
+    return ctx.finding(FindingKind.BOUNDARY_COMPACTION, rule, reason)
 
 
-def _straddle(phase: PhaseEstimate, names: tuple[str, ...]) -> str:
-    """ "hypothesize 0.48 vs patch 0.44": the two most likely phases."""
+def _what(record: CompactionRecord) -> str:
+    if record.source in _PROVIDER:
+        return f"{record.source.value} server-side compaction"
+    if record.source is CompactionSource.IMPORT:
+        return f"{record.trigger} compaction" if record.trigger else "compaction"
+    return f"{record.mode.value} compaction"
+
+
+def _change(phase: PhaseEstimate, s: Settings) -> str:
+    """'hypothesize, held until turn 28, now 0.48 vs patch 0.44': the held phase giving way."""
+    ranked = _ranked(phase, s.phases)
+    if phase.held_phase is None:
+        return ranked
+    return f"{phase.held_phase} held until turn {phase.held_turn}, now {ranked}"
+
+
+def _ranked(phase: PhaseEstimate, names: tuple[str, ...]) -> str:
+    """'hypothesize 0.48 vs patch 0.44': the two most likely phases."""
     if len(phase.distribution) != len(names) or len(names) < 2:
         return f"{phase.name} {phase.confidence:.2f}"
     ranked = sorted(zip(phase.distribution, names, strict=True), key=lambda pn: -pn[0])
@@ -73,6 +101,36 @@ def _pressure(tf: float, ad: float, threshold: float) -> str:
     if tf >= threshold:
         return f"token fraction {tf:.2f}"
     return f"token fraction {tf:.2f} and attention decay {ad:.2f} >= {threshold:.2f}"
+
+
+def _sizes(record: CompactionRecord, compacted: int | None) -> str:
+    """'; it summarized away about 52,000 tokens and kept 38,000 verbatim', where known."""
+    if compacted is None:
+        return ""
+    kept = record.retained_tail_tokens
+    tail = f" and kept {kept:,} verbatim" if kept else " and kept no turn verbatim"
+    return f"; it summarized away about {compacted:,} tokens{tail}"
+
+
+def _remedy(record: CompactionRecord, s: Settings, rule: str) -> str:
+    """The remedy that fits how the compaction was triggered."""
+    keep = (
+        f"keep the last {s.extractive_tail_turns} turns and the tool outputs the next "
+        f"phase needs verbatim"
+    )
+    if record.source in _PROVIDER:
+        return (
+            f"set pause_after_compaction and defer the compaction until the phase "
+            f"settles, or move the trigger; if it cannot wait, {keep}"
+        )
+    if record.source in _CLIENT and record.trigger != "auto":
+        if rule == "ceiling":
+            return f"above the ceiling compaction must be extractive: {keep}"
+        return f"use extractive compaction ({keep}) or defer until the phase settles"
+    return (
+        "a fixed token threshold fired it: compact at the end of a phase instead "
+        "(when a sub-task resolves, before the threshold), or raise the threshold"
+    )
 
 
 BOUNDARY_DETECTOR = RuleDetector(FindingKind.BOUNDARY_COMPACTION, boundary_compaction)

@@ -1,7 +1,7 @@
 """Re-expansion livelock (source note 004) and the vendors' thrashing guards.
 
-One finding kind, ``reexpansion_livelock``, three rules tried in this order
-(the first that holds names the finding):
+One finding kind, ``reexpansion_livelock``, three rules (the first that holds
+names the finding):
 
 - ``cadence`` (note 004): with at least ``livelock_min_intervals`` intervals in
   the conversation's run of compactions, each of the last three shrinks exceeds
@@ -9,53 +9,58 @@ One finding kind, ``reexpansion_livelock``, three rules tried in this order
   flat (``spread <= livelock_content_stability``); see ``cadence.py``;
 - ``thrashing`` (Claude Code's guard): the last ``thrashing_count`` compactions
   each came within ``thrashing_turns`` turns of the previous one;
-- ``no_progress`` (Codex's guard): the last ``no_progress_count`` compactions each
-  left the context at or above the level that triggers compaction in this
-  conversation, so the next turn compacts again. That level is the median
-  ``tokens_before / window`` of those compactions (the observed trigger), or
-  the pressure threshold when none is known; unknown ``tokens_after`` breaks the run.
+- ``no_progress`` (Codex's guard): the last ``no_progress_count`` compactions
+  were each ineffective (``ineffective.py``), on the context of the first call
+  after each.
+
+All three are judged once the compaction is settled (its size after known), so
+the reason can say what this compaction itself bought.
 
 The run of compactions is the conversation's, as far as memory keeps it, less
-prune compactions: clearing tool outputs happens inside a summarize cycle (note
-004's cycles are summary to summary), so frequent prunes are not thrashing.
+prune compactions (clearing tool outputs happens inside a summarize cycle: note
+004's cycles are summary to summary, so frequent prunes are not thrashing) and
+failed ones (nothing was replaced).
+
+The remedy follows the diagnosis the numbers give (:func:`remedy`): a fixed part
+at the trigger (the compactions are ineffective), summaries growing by what they
+carry over, or new content per turn larger than the headroom the trigger leaves.
 """
 
 from __future__ import annotations
 
-import statistics
-
 from otel_compaction.detectors.base import DetectionContext, RuleDetector
 from otel_compaction.detectors.cadence import cadence_verdict, format_numbers
+from otel_compaction.detectors.ineffective import (
+    LINEAGE_REMEDY,
+    diagnosis,
+    is_ineffective,
+    reclaimed_share,
+    summarizing,
+    trigger_fraction,
+)
 from otel_compaction.model import CompactionRecord, Cycle, Finding
 from otel_compaction.semconv import CompactionMode, FindingKind
 
-REMEDY = (
-    "reset the compaction lineage (re-summarize from raw retained turns, dropping "
-    "the prior summary) and pin task constraints outside the compacted region"
-)
+REMEDY = LINEAGE_REMEDY
 
 
 def reexpansion_livelock(ctx: DetectionContext) -> Finding | None:
-    """Flag a compaction whose conversation is in re-expansion livelock."""
-    for rule in (_cadence, _thrashing, _no_progress):
+    """Flag a compaction whose run shows an accelerating cadence or thrashing."""
+    if ctx.record.mode is CompactionMode.PRUNE or ctx.record.failed:
+        return None
+    for rule in (_cadence, _thrashing):
         found = rule(ctx)
         if found is not None:
             return found
     return None
 
 
-def _summarizing(run: tuple[CompactionRecord, ...]) -> tuple[CompactionRecord, ...]:
-    return tuple(r for r in run if r.mode is not CompactionMode.PRUNE)
-
-
 def _cycles(run: tuple[CompactionRecord, ...]) -> list[Cycle]:
-    return [r.cycle for r in _summarizing(run) if r.cycle is not None]
+    return [r.cycle for r in summarizing(run) if r.cycle is not None]
 
 
 def _cadence(ctx: DetectionContext) -> Finding | None:
     s = ctx.settings
-    if ctx.record.mode is CompactionMode.PRUNE:
-        return None
     cycles = _cycles(ctx.run)[-s.livelock_min_intervals :]
     verdict = cadence_verdict(
         [c.interval_turns for c in cycles],
@@ -73,7 +78,7 @@ def _cadence(ctx: DetectionContext) -> Finding | None:
         f"task content per turn is flat "
         f"({format_numbers([c.new_content_per_turn for c in cycles], '{:.0f}')} tokens, "
         f"spread {verdict.spread:.2f} <= {s.livelock_content_stability:.2f}); budget "
-        f"pressure is compaction-induced: {REMEDY}"
+        f"pressure is compaction-induced: {remedy(ctx, cadence=True)}"
     )
     return ctx.finding(FindingKind.REEXPANSION_LIVELOCK, "cadence", reason)
 
@@ -81,46 +86,111 @@ def _cadence(ctx: DetectionContext) -> Finding | None:
 def _thrashing(ctx: DetectionContext) -> Finding | None:
     s = ctx.settings
     intervals = [c.interval_turns for c in _cycles(ctx.run)][-s.thrashing_count :]
-    if ctx.record.mode is CompactionMode.PRUNE:
-        return None
     if len(intervals) < s.thrashing_count or any(i > s.thrashing_turns for i in intervals):
         return None
     reason = (
         f"compaction thrashing: {s.thrashing_count} compactions in a row each within "
         f"{s.thrashing_turns} turns of the previous one (intervals "
-        f"{format_numbers(intervals)}); {REMEDY}"
+        f"{format_numbers(intervals)}); {remedy(ctx)}"
     )
     return ctx.finding(FindingKind.REEXPANSION_LIVELOCK, "thrashing", reason)
 
 
-def _after_fraction(record: CompactionRecord) -> float | None:
-    if record.tokens_after is None or not record.window:
+def no_progress(ctx: DetectionContext) -> Finding | None:
+    """Flag the last of ``no_progress_count`` ineffective compactions in a row (settled)."""
+    s, record = ctx.settings, ctx.record
+    if record.mode is CompactionMode.PRUNE or record.failed:
         return None
-    return record.tokens_after / record.window
-
-
-def _no_progress(ctx: DetectionContext) -> Finding | None:
-    s = ctx.settings
-    if ctx.record.mode is CompactionMode.PRUNE:
+    run = summarizing(ctx.run)[-s.no_progress_count :]
+    trigger = trigger_fraction(ctx.run, s)
+    if len(run) < s.no_progress_count or not all(is_ineffective(r, trigger, s) for r in run):
         return None
-    last = _summarizing(ctx.run)[-s.no_progress_count :]
-    if len(last) < s.no_progress_count:
-        return None
-    fractions = [_after_fraction(r) for r in last]
-    known = [f for f in fractions if f is not None]
-    triggers = [r.token_fraction for r in last if r.token_fraction is not None]
-    # The median resists one manual compaction fired at low pressure in the run.
-    trigger = statistics.median(triggers) if triggers else s.pressure_threshold
-    if len(known) < len(fractions) or any(f < trigger for f in known):
-        return None
-    origin = "the level compaction fired at" if triggers else "the pressure threshold"
+    afters = [(r.tokens_after or 0) / (r.window or 1) for r in run]
     reason = (
-        f"compaction is not recovering headroom: {s.no_progress_count} consecutive "
-        f"compactions left the context at {format_numbers(known, '{:.2f}')} of the "
-        f"window, at or above {origin} ({trigger:.2f}), so the next turn compacts "
-        f"again; {REMEDY}"
+        f"compaction is not recovering headroom: {s.no_progress_count} compactions in a "
+        f"row left the next call at {format_numbers(afters, '{:.2f}')} of the window "
+        f"(trigger {trigger:.2f}), so the agent compacts again at once; {diagnosis(ctx)}"
     )
     return ctx.finding(FindingKind.REEXPANSION_LIVELOCK, "no_progress", reason)
 
 
-LIVELOCK_DETECTOR = RuleDetector(FindingKind.REEXPANSION_LIVELOCK, reexpansion_livelock)
+def remedy(ctx: DetectionContext, *, cadence: bool = False) -> str:
+    """The remedy that fits the cause the numbers show, most specific first.
+
+    An accelerating cadence under flat new content (``cadence``) is itself note 004's
+    diagnosis, re-expansion: its headroom shrinks because what compaction leaves grows,
+    so after step 1 it gets note 004's remedy.
+
+    1. the earlier compactions of the run were ineffective: why, as the ineffective
+       finding says it (the fixed part at the trigger, the growth per turn, the summary);
+    2. this summary has a parent, so it carries over the earlier summary's content (the
+       lineage rules): note 004's re-expansion, reset the lineage;
+    3. the context grew per turn (measured, else the cycle's new content) so much that
+       ``thrashing_turns`` turns fill the headroom the trigger leaves: raise the trigger or
+       trim tool outputs;
+    4. otherwise the numbers do not tell: both remedies, each with its condition.
+    """
+    s, record = ctx.settings, ctx.record
+    earlier = summarizing(ctx.history)[-s.no_progress_count :]
+    trigger = trigger_fraction(ctx.run, s)
+    if earlier and all(is_ineffective(r, trigger, s) for r in earlier):
+        share = reclaimed_share(record)
+        if share is not None and not is_ineffective(record, trigger, s):
+            return (
+                f"the compactions before it reclaimed almost nothing, and this one "
+                f"reclaimed {share:.0%} ({record.tokens_before:,} -> {record.tokens_after:,} "
+                f"tokens): the thrashing ended here; what the earlier summaries kept, "
+                f"this one let go"
+            )
+        return f"the compactions before it reclaimed almost nothing: {diagnosis(ctx)}"
+    if cadence:
+        return REMEDY
+    if record.parent_id is not None and not record.lineage_assumed:
+        # A measured or stated parent: this summary carries the earlier one's content.
+        return (
+            f"its summary carries over the previous summary's content (lineage generation "
+            f"{record.generation}): {REMEDY}"
+        )
+    headroom = _headroom(ctx.history, trigger)
+    per_turn = _per_turn(record)
+    if headroom is not None and per_turn and per_turn * s.thrashing_turns >= headroom:
+        return (
+            f"each turn adds about {per_turn:,.0f} tokens, while compaction leaves "
+            f"{headroom:,} tokens of headroom below the trigger: raise the trigger or trim "
+            f"tool outputs"
+        )
+    return (
+        f"the sizes do not show why; if the summaries carry earlier summaries, {REMEDY}; if "
+        f"each turn outgrows the headroom the trigger leaves, raise the trigger or trim "
+        f"tool outputs"
+    )
+
+
+def _per_turn(record: CompactionRecord) -> float | None:
+    """The context's growth per turn in the cycle this compaction closed: measured, else
+    the cycle's new content per turn."""
+    if record.growth_per_turn is not None and record.growth_per_turn > 0:
+        return record.growth_per_turn
+    cycle = record.cycle
+    if cycle is None or cycle.interval_turns <= 0 or cycle.new_content_tokens <= 0:
+        return None
+    return cycle.new_content_per_turn
+
+
+def _headroom(history: tuple[CompactionRecord, ...], trigger: float) -> int | None:
+    """Tokens between the context after the previous compaction and the trigger."""
+    previous = summarizing(history)[-1:] if history else ()
+    if not previous:
+        return None
+    last = previous[0]
+    if last.tokens_after is None or not last.window:
+        return None
+    return max(0, round(trigger * last.window) - last.tokens_after)
+
+
+LIVELOCK_DETECTOR = RuleDetector(
+    FindingKind.REEXPANSION_LIVELOCK, reexpansion_livelock, needs_size_after=True
+)
+NO_PROGRESS_DETECTOR = RuleDetector(
+    FindingKind.REEXPANSION_LIVELOCK, no_progress, needs_size_after=True
+)

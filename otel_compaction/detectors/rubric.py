@@ -1,17 +1,21 @@
 """Source note 001's rubric: short runs, preserve-schema coverage, lost tasks.
 
 - ``short_run_compaction``: a compaction with ``turn_index < short_run_turns``
-  (default 20), flagged once per conversation: only when it is the
-  conversation's first compaction (later ones repeat the same mistake and would
-  only add noise). Prune compactions do not count (they write no summary).
+  (default 20) fired below the pressure threshold, flagged once per
+  conversation: only when it is the conversation's first compaction (later ones
+  repeat the same mistake and would only add noise). Prune compactions do not
+  count (they write no summary); a compaction forced by a full window is not a
+  short run's mistake.
 - ``summary_schema_coverage``: the summary text is known and covers fewer than
   ``schema_min_coverage`` of ``schema_fields``. Not raised for failed or empty
   summaries (that is ``lost_task``).
-- ``lost_task``: the summary step failed (``failed``), or the result is empty:
-  ``tokens_after == 0``, or an empty summary (0 tokens) from a summarising mode
-  (lossy, extractive, server) while the compacted region was not empty (an
-  unknown region counts as not empty). A failed summary must defer and never
-  blank the context.
+- ``lost_task``: the result lost the task. An empty summary (0 tokens) from a
+  summarising mode (lossy, extractive, server) while the compacted region was
+  not empty (an unknown region counts as not empty); once settled, a next call
+  with an empty context, or a failed summary step after which the context still
+  shrank (by ``ineffective_min_reclaimed`` or more) with no summary in its
+  place. A failed summary step that kept the context deferred, as note 001
+  asks: it is counted, not flagged.
 """
 
 from __future__ import annotations
@@ -22,14 +26,32 @@ from otel_compaction.semconv import CompactionMode, FindingKind
 
 
 def short_run_compaction(ctx: DetectionContext) -> Finding | None:
-    """Flag the first compaction of a conversation shorter than ``short_run_turns``."""
-    record, limit = ctx.record, ctx.settings.short_run_turns
+    """Flag the first compaction of a short run that compacted without pressure.
+
+    Note 001's reason, "the summary costs more than the history it replaces", is
+    true only of a small history: a run that compacts at turn 2 with its window
+    full (a large fixed prompt, a huge first read) had no choice, and that case is
+    ``ineffective_compaction``'s or nobody's. So the rule needs the size at the
+    compaction, below the pressure threshold.
+    """
+    record, s = ctx.record, ctx.settings
+    limit = s.short_run_turns
     if ctx.history or record.mode is CompactionMode.PRUNE or record.turn_index >= limit:
         return None
+    if record.failed:
+        return None  # nothing was replaced
+    tf = record.token_fraction
+    if tf is None and ctx.pressure is not None:
+        tf = ctx.pressure.token_fraction
+    if tf is None or tf >= s.pressure_threshold:
+        return None
+    replaced = ctx.compacted_tokens
+    history = f" {replaced:,} tokens of history" if replaced else " its history"
     reason = (
-        f"compaction at turn {record.turn_index}, before the run reached {limit} turns; "
-        f"short runs should not compact: the summary costs more than the history "
-        f"it replaces"
+        f"compaction at turn {record.turn_index}, before the run reached {limit} turns, "
+        f"at token fraction {tf:.2f} (below the {s.pressure_threshold:.2f} pressure "
+        f"threshold): a short run with room left should not compact; summarizing"
+        f"{history} costs more than carrying it to the end of the run"
     )
     return ctx.finding(FindingKind.SHORT_RUN_COMPACTION, "short_run", reason)
 
@@ -56,27 +78,51 @@ _DEFER = "a failed summary must defer and never blank the context"
 
 
 def lost_task(ctx: DetectionContext) -> Finding | None:
-    """Flag a compaction whose summary failed or whose result is empty."""
+    """Flag a compaction that produced an empty summary of a non-empty region."""
     record = ctx.record
-    turn = record.turn_index
-    if record.failed:
-        reason = f"the summary step of the compaction at turn {turn} failed; {_DEFER}"
-        return ctx.finding(FindingKind.LOST_TASK, "failed", reason)
-    if record.tokens_after == 0:
-        before = "" if record.tokens_before is None else f" (from {record.tokens_before})"
-        reason = f"the compaction at turn {turn} left an empty context{before}; {_DEFER}"
-        return ctx.finding(FindingKind.LOST_TASK, "empty_context", reason)
     region = ctx.compacted_tokens
-    if record.summary_tokens == 0 and record.mode in _SUMMARISING and region != 0:
-        size = "" if region is None else f" of {region} tokens"
-        reason = (
-            f"the compaction at turn {turn} produced an empty summary of a compacted "
-            f"region{size}; {_DEFER}"
-        )
-        return ctx.finding(FindingKind.LOST_TASK, "empty_summary", reason)
-    return None
+    if record.failed or record.summary_tokens != 0 or record.mode not in _SUMMARISING:
+        return None
+    if region == 0:
+        return None
+    size = "" if region is None else f" of {region:,} tokens"
+    reason = (
+        f"the compaction at turn {record.turn_index} produced an empty summary of a "
+        f"compacted region{size}; {_DEFER}"
+    )
+    return ctx.finding(FindingKind.LOST_TASK, "empty_summary", reason)
+
+
+def lost_task_after(ctx: DetectionContext) -> Finding | None:
+    """Flag a compaction whose next call lost the task: blanked, or a failure that shrank it.
+
+    A failed summary step after which the context is as large as before deferred,
+    as it should (note 001): it is counted as failed, not flagged.
+    """
+    record, s = ctx.record, ctx.settings
+    turn, before, after = record.turn_index, record.tokens_before, record.tokens_after
+    if after is None:
+        return None
+    was = "" if before is None else f" (from {before:,})"
+    if after == 0:
+        reason = f"the compaction at turn {turn} left an empty context{was}; {_DEFER}"
+        return ctx.finding(FindingKind.LOST_TASK, "empty_context", reason)
+    if not record.failed or before is None or before <= 0:
+        return None
+    if (before - after) / before < s.ineffective_min_reclaimed:
+        return None  # the failure kept the context: it deferred
+    error = f" ({record.error})" if record.error else ""
+    reason = (
+        f"the summary step of the compaction at turn {turn} failed{error}, yet the next "
+        f"call's context shrank to {after:,} tokens{was} with no summary in its place; "
+        f"{_DEFER}"
+    )
+    return ctx.finding(FindingKind.LOST_TASK, "failed", reason)
 
 
 SHORT_RUN_DETECTOR = RuleDetector(FindingKind.SHORT_RUN_COMPACTION, short_run_compaction)
 SCHEMA_DETECTOR = RuleDetector(FindingKind.SUMMARY_SCHEMA_COVERAGE, summary_schema_coverage)
 LOST_TASK_DETECTOR = RuleDetector(FindingKind.LOST_TASK, lost_task)
+LOST_TASK_AFTER_DETECTOR = RuleDetector(
+    FindingKind.LOST_TASK, lost_task_after, needs_size_after=True
+)

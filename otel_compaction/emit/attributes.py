@@ -36,6 +36,11 @@ def _pressure(pressure: Pressure, out: Attributes) -> None:
 
 
 def _phase(phase: PhaseEstimate, out: Attributes) -> None:
+    if not phase.known:
+        # Too little evidence yet: no phase, no confidence, no transition likelihood.
+        out[sc.PHASE_NAME] = sc.PHASE_UNKNOWN
+        out[sc.PHASE_SOURCE] = phase.source.value
+        return
     out[sc.PHASE_NAME] = phase.name
     out[sc.PHASE_CONFIDENCE] = _r(phase.confidence)
     out[sc.PHASE_ENTROPY] = _r(phase.entropy)
@@ -59,6 +64,8 @@ def turn_attributes(
     # ``_pressure`` and ``_phase`` give, without their calls.
     pressure, phase = analysis.pressure, analysis.phase
     source = phase.source
+    if not phase.known:
+        return _unknown_phase_turn(analysis, observation)
     out: Attributes = {
         sc.CONVERSATION_ID: analysis.conversation_id,
         sc.TURN_INDEX: analysis.turn_index,
@@ -75,6 +82,26 @@ def turn_attributes(
     if source is PhaseSource.REPORTED and phase.names:
         out[sc.PHASE_NAMES] = list(phase.names)
         out[sc.PHASE_DISTRIBUTION] = [_r(p) for p in phase.distribution]
+    _turn_extras(analysis, observation, out)
+    return out
+
+
+def _unknown_phase_turn(analysis: TurnAnalysis, observation: TurnObservation | None) -> Attributes:
+    """:func:`turn_attributes` of a turn whose phase is not known yet."""
+    pressure = analysis.pressure
+    out: Attributes = {
+        sc.CONVERSATION_ID: analysis.conversation_id,
+        sc.TURN_INDEX: analysis.turn_index,
+    }
+    _pressure(pressure, out)
+    _phase(analysis.phase, out)
+    _turn_extras(analysis, observation, out)
+    return out
+
+
+def _turn_extras(
+    analysis: TurnAnalysis, observation: TurnObservation | None, out: Attributes
+) -> None:
     if analysis.compacted:
         # The conventions say: set it true on the first span after a compaction, never false.
         out[sc.GEN_AI_CONVERSATION_COMPACTED] = True
@@ -86,7 +113,8 @@ def turn_attributes(
             out[sc.TOOL_CALLS] = list(observation.tool_calls)
         if observation.tool_output_tokens:
             out[sc.TOOL_OUTPUT_TOKENS] = [int(n) for n in observation.tool_output_tokens]
-    return out
+        if observation.fixed_tokens is not None:
+            out[sc.CONTEXT_FIXED_TOKENS] = int(observation.fixed_tokens)
 
 
 # ``Enum.value`` is a descriptor call; the values of the few sources, looked up instead.
@@ -119,6 +147,7 @@ def compaction_attributes(analysis: CompactionAnalysis) -> Attributes:
         sc.COMPACTION_TRIGGER: rec.trigger,
         sc.TOKENS_BEFORE: rec.tokens_before,
         sc.TOKENS_AFTER: rec.tokens_after,
+        sc.TOKENS_AFTER_REPORTED: rec.tokens_after_reported,
         sc.TOKENS_SUMMARY: rec.summary_tokens,
         sc.TOKENS_RETAINED_TAIL: rec.retained_tail_tokens,
         sc.TOKENS_DUPLICATED: rec.duplicated_tokens,
@@ -135,8 +164,12 @@ def compaction_attributes(analysis: CompactionAnalysis) -> Attributes:
     out.update({k: v for k, v in optional.items() if v is not None})
     if rec.missing_fields:
         out[sc.SUMMARY_MISSING_FIELDS] = list(rec.missing_fields)
+    if rec.lineage_assumed:
+        out[sc.LINEAGE_ASSUMED] = True
     if rec.failed:
         out[sc.SUMMARY_FAILED] = True
+        if rec.error:
+            out[sc.SUMMARY_ERROR] = rec.error
     if rec.cycle is not None:
         out[sc.CYCLE_INTERVAL_TURNS] = rec.cycle.interval_turns
         out[sc.CYCLE_NEW_CONTENT_TOKENS] = rec.cycle.new_content_tokens
@@ -153,13 +186,24 @@ def compaction_attributes(analysis: CompactionAnalysis) -> Attributes:
 
 
 def flag_attributes(findings: tuple[Finding, ...]) -> Attributes:
-    """``compaction.flag.*`` set true for each kind found, and the joined reasons."""
+    """``compaction.flag.*`` set true for each kind found, and the reasons.
+
+    One finding's reason is written as it is; several are one per line, each
+    led by its kind (``boundary_compaction: ...``), so a person reads them apart.
+    """
     out: Attributes = {}
     for finding in findings:
         out[sc.FLAG_BY_KIND[finding.kind]] = True
     if findings:
-        out[sc.FLAG_REASON] = " ".join(f.reason for f in findings)
+        out[sc.FLAG_REASON] = joined_reasons(findings)
     return out
+
+
+def joined_reasons(findings: tuple[Finding, ...]) -> str:
+    """The reasons of ``findings`` as ``compaction.flag.reason`` holds them."""
+    if len(findings) == 1:
+        return findings[0].reason
+    return "\n".join(f"{f.kind.value}: {f.reason}" for f in findings)
 
 
 def finding_attributes(finding: Finding) -> Attributes:

@@ -18,7 +18,12 @@ from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
 from otel_compaction import semconv as sc
-from otel_compaction.model import CompactionAnalysis, PhaseTransition, TurnAnalysis
+from otel_compaction.model import (
+    CompactionAnalysis,
+    CompactionRecord,
+    PhaseTransition,
+    TurnAnalysis,
+)
 from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind, MetricSpec
 
 CountFn = Callable[[], int]
@@ -67,6 +72,7 @@ class CompactionMetrics:
         "_call_attributes",
         "_compactions",
         "_errors",
+        "_failed",
         "_findings",
         "_gauges",
         "_generation",
@@ -91,6 +97,7 @@ class CompactionMetrics:
         self.token_usage = create_instrument(meter, sc.METRIC_TOKEN_USAGE)
         self.duration = create_instrument(meter, sc.METRIC_OPERATION_DURATION)
         self._compactions = create_instrument(meter, sc.METRIC_COMPACTIONS)
+        self._failed = create_instrument(meter, sc.METRIC_FAILED_COMPACTIONS)
         self._findings = create_instrument(meter, sc.METRIC_FINDINGS)
         self._transitions = create_instrument(meter, sc.METRIC_PHASE_TRANSITIONS)
         self._errors = create_instrument(meter, sc.METRIC_INSTRUMENTATION_ERRORS)
@@ -119,6 +126,10 @@ class CompactionMetrics:
                 )
         for kind in FindingKind:
             self._findings.add(0, {sc.FINDING_KIND: kind.value})
+        for source in CompactionSource:
+            self._failed.add(
+                0, {sc.COMPACTION_SOURCE: source.value, sc.COMPACTION_ERROR: "unknown"}
+            )
         for stage in sc.ERROR_STAGES:
             self._errors.add(0, {sc.ERROR_STAGE: stage})
 
@@ -193,9 +204,9 @@ class CompactionMetrics:
         self._compactions.add(1, both, context=context)
         if rec.token_fraction is not None:
             self._trigger_fraction.record(rec.token_fraction, both, context=context)
-        if rec.tokens_before is not None and rec.tokens_after is not None:
-            reclaimed = max(rec.tokens_before - rec.tokens_after, 0)
-            self._reclaimed.record(reclaimed, both, context=context)
+        self._record_reclaimed(rec, both, context)
+        if rec.failed:
+            self._failed.add(1, {**source_only, sc.COMPACTION_ERROR: rec.error or "unknown"})
         if rec.cycle is not None:
             self._interval.record(rec.cycle.interval_turns, source_only, context=context)
             # Histograms take no negative values (the SDK drops them); a cycle that grew
@@ -204,6 +215,24 @@ class CompactionMetrics:
         self._generation.record(rec.generation, source_only, context=context)
         for finding in analysis.findings:
             self._findings.add(1, {sc.FINDING_KIND: finding.kind.value}, context=context)
+
+    def record_settled(
+        self, settled: CompactionAnalysis, *, context: Context | None = None
+    ) -> None:
+        """Record what a compaction's settlement added (``TurnAnalysis.settled``): the
+        tokens it reclaimed, now that the size after is known, and its late findings."""
+        rec = settled.record
+        both = {sc.COMPACTION_SOURCE: rec.source.value, sc.COMPACTION_MODE: rec.mode.value}
+        self._record_reclaimed(rec, both, context)
+        for finding in settled.findings:
+            self._findings.add(1, {sc.FINDING_KIND: finding.kind.value}, context=context)
+
+    def _record_reclaimed(
+        self, rec: CompactionRecord, attributes: dict[str, str], context: Context | None
+    ) -> None:
+        if rec.tokens_before is not None and rec.tokens_after is not None:
+            reclaimed = max(rec.tokens_before - rec.tokens_after, 0)
+            self._reclaimed.record(reclaimed, attributes, context=context)
 
     def record_error(self, stage: str) -> None:
         """Count an internal error that was caught and swallowed at ``stage``."""

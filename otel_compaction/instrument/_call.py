@@ -31,7 +31,7 @@ from otel_compaction.instrument._history import Placement
 from otel_compaction.instrument._messages import fingerprint
 from otel_compaction.instrument._runtime import Runtime
 from otel_compaction.instrument._scope import ConversationRef
-from otel_compaction.instrument._spans import end_with_error, response_attributes
+from otel_compaction.instrument._spans import emit_settled, end_with_error, response_attributes
 from otel_compaction.model import TurnAnalysis, TurnObservation
 
 _ENDING = threading.Lock()
@@ -184,6 +184,8 @@ class InferenceCall:
             tool_arguments=tuple(response.tool_arguments) if response else (),
         )
         turn = analyzer.observe_turn(observation)
+        if turn.settled is not None:
+            emit_settled(self.runtime, turn.settled)
         if self.framework is not None:
             self.framework.mark_observed()
         return turn, observation

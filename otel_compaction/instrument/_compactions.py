@@ -8,6 +8,7 @@ diagnostics). Each is skipped when another report already accounts for it.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from opentelemetry.trace import Span
@@ -20,6 +21,7 @@ from otel_compaction.instrument._messages import describe, text_of
 from otel_compaction.instrument._rewrite import Rewrite
 from otel_compaction.instrument._scope import PendingCompaction, PendingPhase
 from otel_compaction.instrument._spans import emit_compaction
+from otel_compaction.lineage.text import SURVIVAL_EXTRACTIVE, survival
 from otel_compaction.lineage.text import fingerprint as summary_fingerprint
 from otel_compaction.model import CompactionObservation
 from otel_compaction.semconv import CompactionMode, CompactionSource
@@ -44,11 +46,18 @@ def observe_compactions(
             if isinstance(item, PendingPhase):
                 analyzer.report_phase(item.report)
             elif isinstance(item, PendingCompaction):
-                _observe(call, analyzer, item.observation, span=item.span, end_ns=item.end_ns)
+                _observe(
+                    call,
+                    analyzer,
+                    item.observation,
+                    span=item.span,
+                    end_ns=item.end_ns,
+                    response=response,
+                )
     placement = call.placement
     if placement is not None and placement.rewrite is not None:
         with stage:
-            _inferred(call, analyzer, placement.rewrite, placement)
+            _inferred(call, analyzer, placement.rewrite, placement, response)
     if response is None:
         return
     for server in response.compactions:
@@ -63,7 +72,11 @@ def _observe(
     *,
     span: Span | None = None,
     end_ns: int | None = None,
+    response: ResponseInfo | None = None,
 ) -> None:
+    after = _context_after(call, response)
+    if after is not None and observation.context_after is None:
+        observation = dataclasses.replace(observation, context_after=after)
     analysis = analyzer.observe_compaction(observation)
     emit_compaction(
         call.runtime,
@@ -78,6 +91,16 @@ def _observe(
         call.runtime.history.remember_summary(call.conversation.id, observation.summary_text)
 
 
+def _context_after(call: InferenceCall, response: ResponseInfo | None) -> int | None:
+    """This call's context, when it is the first call that sees the compacted context:
+    every compaction observed here is, but for a pure compaction request (its input
+    is the context before) and a call that returned no usage."""
+    if response is None or call.request.compaction_call or call.internal:
+        return None
+    tokens = response.input_tokens
+    return tokens if tokens is not None and tokens > 0 else None
+
+
 def _before_tokens(call: InferenceCall, analyzer: ConversationAnalyzer) -> int | None:
     """The context had it not been compacted: the last turn's plus what is new."""
     if analyzer.pressure is None:
@@ -87,7 +110,11 @@ def _before_tokens(call: InferenceCall, analyzer: ConversationAnalyzer) -> int |
 
 
 def _inferred(
-    call: InferenceCall, analyzer: ConversationAnalyzer, rewrite: Rewrite, placement: Placement
+    call: InferenceCall,
+    analyzer: ConversationAnalyzer,
+    rewrite: Rewrite,
+    placement: Placement,
+    response: ResponseInfo | None,
 ) -> None:
     summary = "\n".join(t for t in (text_of(m) for m in rewrite.inserted) if t)
     if _already_recorded(analyzer, rewrite, summary):
@@ -95,19 +122,34 @@ def _inferred(
     before = _before_tokens(call, analyzer)
     if before is None:
         before = tokens(placement.context_chars - rewrite.inserted_chars + rewrite.dropped_chars)
+    dropped = tuple(text_of(m) for m in rewrite.dropped)
+    retained = tuple(text_of(m) for m in rewrite.retained)
     observation = CompactionObservation(
         source=CompactionSource.INFERRED,
-        mode=rewrite.mode,
+        mode=_inferred_mode(rewrite, dropped, (summary, *retained)),
         trigger=rewrite.trigger,
         tokens_before=before,
         tokens_after=tokens(placement.context_chars),
         summary_tokens=tokens(rewrite.inserted_chars) if rewrite.inserted else None,
         retained_tail_tokens=tokens(rewrite.retained_chars),
         summary_text=summary or None,
-        compacted_texts=tuple(text_of(m) for m in rewrite.dropped),
-        retained_texts=tuple(text_of(m) for m in rewrite.retained),
+        compacted_texts=dropped,
+        retained_texts=retained,
     )
-    _observe(call, analyzer, observation)
+    _observe(call, analyzer, observation, response=response)
+
+
+def _inferred_mode(
+    rewrite: Rewrite, dropped: tuple[str, ...], kept: tuple[str, ...]
+) -> CompactionMode:
+    """A summarizing rewrite is extractive only when what it dropped survives in the new
+    context (its summary and kept messages): lossy however long the verbatim tail."""
+    if rewrite.mode is not CompactionMode.LOSSY:
+        return rewrite.mode
+    kept_share = survival(dropped, kept)
+    if kept_share is not None and kept_share >= SURVIVAL_EXTRACTIVE:
+        return CompactionMode.EXTRACTIVE
+    return CompactionMode.LOSSY
 
 
 def _server(
@@ -149,7 +191,7 @@ def _server(
         failed=server.failed,
         compaction_id=server.compaction_id,
     )
-    _observe(call, analyzer, observation)
+    _observe(call, analyzer, observation, response=response)
     if server.summary and not server.summary_is_text and call.conversation is not None:
         call.runtime.history.remember_summary(call.conversation.id, server.summary)
 

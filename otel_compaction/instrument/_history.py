@@ -145,15 +145,12 @@ class HistoryTracker:
     """Conversation and rewrite inference over request histories (thread-safe).
 
     Args:
-        extractive_tail_turns: a rewrite keeping at least this many assistant
-            turns verbatim is ``extractive`` rather than ``lossy``.
         idle_seconds: histories unused this long are forgotten.
         max_histories: bound on remembered histories (LRU).
         max_messages: bound on the messages of all remembered histories (LRU).
         clock: monotonic seconds.
     """
 
-    extractive_tail_turns: int = 8
     idle_seconds: float = 3600.0
     max_histories: int = MAX_HISTORIES
     max_messages: int = MAX_MESSAGES
@@ -311,7 +308,7 @@ class HistoryTracker:
         expected = tuple(describe(m) for m in history.expected)
         old_facts = [*history.facts, *expected]
         old_messages = (*history.messages, *history.expected)
-        return infer_rewrite(old_facts, facts, old_messages, msgs, self.extractive_tail_turns)
+        return infer_rewrite(old_facts, facts, old_messages, msgs)
 
     @staticmethod
     def _branch(

@@ -7,9 +7,10 @@ conversation was rewritten. Three shapes are recognised, in this order:
   shorter (context editing in place), so ``prune``;
 - **head replaced**: a kept head (system prompt, task), then new messages (the
   summary) where a run of older messages was, then a verbatim tail of the old
-  history, then the messages new since the last call: ``lossy``, or
-  ``extractive`` when the verbatim tail holds at least ``extractive_tail_turns``
-  assistant turns; without any inserted message it is a ``prune`` (messages dropped).
+  history, then the messages new since the last call: ``lossy`` however long the
+  verbatim tail (the caller turns it ``extractive`` only when what was dropped
+  survives in the new context, :func:`~otel_compaction.lineage.text.survival`);
+  without any inserted message it is a ``prune`` (messages dropped).
   Without a verbatim tail, the summary is what follows the head up to the first
   assistant message, the new request must be smaller than the old one and at
   least two assistant turns must be gone (else it is a retry from an earlier point);
@@ -119,7 +120,6 @@ def head_replaced(
     new: Sequence[MessageFacts],
     old_messages: Sequence[Any],
     new_messages: Sequence[Any],
-    extractive_tail_turns: int,
 ) -> Rewrite | None:
     """A run of old messages replaced by new ones (or by nothing), a verbatim tail kept."""
     head = _common_head(old, new)
@@ -138,11 +138,8 @@ def head_replaced(
     ):
         return None  # a branch from an earlier point (a retry) is no compaction
     retained = new[j : j + r]
-    turns = sum(1 for f in retained if f.is_assistant)
     if not inserted:
         mode, trigger = CompactionMode.PRUNE, TRIGGER_DROPPED
-    elif turns >= extractive_tail_turns > 0:
-        mode, trigger = CompactionMode.EXTRACTIVE, TRIGGER_REWRITTEN
     else:
         mode, trigger = CompactionMode.LOSSY, TRIGGER_REWRITTEN
     return Rewrite(
@@ -163,9 +160,8 @@ def infer_rewrite(
     new: Sequence[MessageFacts],
     old_messages: Sequence[Any],
     new_messages: Sequence[Any],
-    extractive_tail_turns: int,
 ) -> Rewrite | None:
     """The compaction that turned ``old`` into ``new``, or None if it is not one."""
     return cleared_in_place(old, new, old_messages) or head_replaced(
-        old, new, old_messages, new_messages, extractive_tail_turns
+        old, new, old_messages, new_messages
     )

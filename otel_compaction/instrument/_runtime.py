@@ -9,11 +9,12 @@ shares the same runtime, so both layers feed the same conversations.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import MeterProvider
@@ -61,6 +62,50 @@ class BoundedMap(Generic[K, V]):
             self._data.move_to_end(key)
             while len(self._data) > self._limit:
                 self._data.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class UnsettledSpans:
+    """Compaction spans kept open until the first call after the compaction settles them.
+
+    A compaction recorded before that call (``record_compaction`` in a
+    ``conversation()``, a LangChain summarization) does not know its size after yet; its
+    span stays open, so the call that measures it can add ``compaction.tokens.after`` and
+    the findings that needed it, then end it at the time it was recorded. Bounded: the
+    oldest is ended as it is beyond ``limit``; :meth:`close_all` ends the rest (at
+    ``uninstrument()`` and at exit).
+    """
+
+    __slots__ = ("_data", "_limit", "_lock")
+
+    def __init__(self, limit: int = 1024) -> None:
+        self._data: OrderedDict[str, tuple[Any, int | None, Any]] = OrderedDict()
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def hold(self, compaction_id: str, span: Any, end_ns: int | None, analysis: Any) -> None:
+        """Keep ``span`` open for ``compaction_id``, with its end time and analysis."""
+        with self._lock:
+            self._data[compaction_id] = (span, end_ns, analysis)
+            evicted = []
+            while len(self._data) > self._limit:
+                evicted.append(self._data.popitem(last=False)[1])
+        for span_, end, _ in evicted:
+            span_.end(end_time=end)
+
+    def take(self, compaction_id: str) -> tuple[Any, int | None, Any] | None:
+        """Remove and return what is held for ``compaction_id``."""
+        with self._lock:
+            return self._data.pop(compaction_id, None)
+
+    def close_all(self) -> None:
+        """End every held span as it is (its size after never came)."""
+        with self._lock:
+            held, self._data = list(self._data.values()), OrderedDict()
+        for span, end_ns, _ in held:
+            span.end(end_time=end_ns)
 
     def __len__(self) -> int:
         return len(self._data)
@@ -146,7 +191,6 @@ class Runtime:
         self.settings = settings or Settings.from_env()
         self.registry = ConversationRegistry(self.settings)
         self.history = HistoryTracker(
-            extractive_tail_turns=self.settings.extractive_tail_turns,
             idle_seconds=self.settings.conversation_idle_seconds,
         )
         self.tracer = trace.get_tracer(SCOPE, _version(), tracer_provider=tracer_provider)
@@ -156,6 +200,7 @@ class Runtime:
         )
         self.guard = Guard(self.metrics)
         self.compaction_spans: BoundedMap[str, SpanContext] = BoundedMap()
+        self.unsettled = UnsettledSpans()
         self.response_conversations: BoundedMap[str, tuple[str, bool]] = BoundedMap()
         self.cleared: BoundedMap[str, int] = BoundedMap()
         self.enriched: BoundedMap[int, bool] = BoundedMap()
@@ -181,13 +226,29 @@ def install(runtime: Runtime) -> None:
     global _current
     with _lock:
         _current = runtime
+    atexit.unregister(_close_at_exit)  # once, and after the latest tracer provider
+    atexit.register(_close_at_exit)
 
 
 def uninstall() -> None:
     """Forget the runtime (at ``uninstrument()``): state starts afresh next time."""
     global _current
     with _lock:
-        _current = None
+        runtime, _current = _current, None
+    if runtime is not None:
+        runtime.unsettled.close_all()
+
+
+def _close_at_exit() -> None:
+    # Registered at instrument() time, after the tracer provider (which registers its own
+    # shutdown when it is built): atexit runs the latest registration first, so the held
+    # spans end before the provider's last export.
+    runtime = _current
+    if runtime is not None:
+        try:
+            runtime.unsettled.close_all()
+        except Exception:  # never break the host, even at exit
+            logger.debug("closing unsettled compaction spans failed", exc_info=True)
 
 
 def current() -> Runtime | None:

@@ -20,11 +20,11 @@ from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from otel_compaction import semconv as sc
-from otel_compaction.emit.attributes import compaction_attributes
+from otel_compaction.emit.attributes import compaction_attributes, finding_attributes
 from otel_compaction.instrument._api import RequestInfo, ResponseInfo
 from otel_compaction.instrument._content import summary_content
 from otel_compaction.instrument._runtime import SCOPE, Runtime
@@ -126,5 +126,36 @@ def emit_compaction(
         for link in links:
             span.add_link(link.context)
     runtime.compaction_spans.put(record.compaction_id, span.get_span_context())
-    span.end(end_time=end_ns)
     runtime.metrics.record_compaction(analysis, context=trace.set_span_in_context(span))
+    if record.settled:
+        span.end(end_time=end_ns)
+    else:  # the next call measures its size after: the span waits for it
+        runtime.unsettled.hold(record.compaction_id, span, end_ns or time.time_ns(), analysis)
+
+
+def emit_settled(runtime: Runtime, settled: CompactionAnalysis) -> None:
+    """What a compaction's settlement by a later call added: the tokens it reclaimed, and
+    its late findings. On its span when that is still open (then ended at the time it was
+    recorded); else a ``compaction.finding`` span per finding, a child of the compaction's
+    span, linked to it."""
+    held = runtime.unsettled.take(settled.record.compaction_id)
+    if held is not None:
+        span, end_ns, analysis = held
+        span.set_attributes(compaction_attributes(analysis.merged(settled)))
+        runtime.metrics.record_settled(settled, context=trace.set_span_in_context(span))
+        span.end(end_time=end_ns)
+        return
+    compaction = runtime.compaction_spans.get(settled.record.compaction_id)
+    context = (
+        trace.set_span_in_context(NonRecordingSpan(compaction)) if compaction is not None else None
+    )
+    for finding in settled.findings:
+        span = runtime.tracer.start_span(
+            sc.SPAN_FINDING,
+            context=context,
+            kind=SpanKind.INTERNAL,
+            attributes=finding_attributes(finding),
+            links=[Link(compaction)] if compaction is not None else [],
+        )
+        span.end()
+    runtime.metrics.record_settled(settled, context=context)

@@ -58,6 +58,17 @@ class CycleAccumulator:
             residual_tokens=growth - self.new_content_tokens,
         )
 
+    def growth_per_turn(self, tokens_before: int | None) -> float | None:
+        """The context's growth per turn since the cycle began, up to ``tokens_before``
+        (the last turn's context when None); None before two known sizes."""
+        end = tokens_before if tokens_before is not None else self.last_context_tokens
+        start = self.first_context_tokens
+        if end is None or start is None or self.turns <= 0:
+            return None
+        # The first turn's context is the cycle's start: growth over the turns since.
+        span = self.turns if tokens_before is not None else self.turns - 1
+        return (end - start) / span if span > 0 else None
+
     def reset(self) -> None:
         """Start a new cycle (called right after a compaction)."""
         self.turns = 0

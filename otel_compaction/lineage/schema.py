@@ -11,27 +11,59 @@ plural ``s``. Accepted shapes, shown for ``next_action``::
     <next_action>             (an XML-style tag)
 
 A name merely used in prose ("the plan was to...") does not count.
+
+Real summarizers head their sections in their own words; :data:`SECTION_ALIASES`
+maps those headings onto the default fields (a heading may serve two fields):
+
+- Claude Code's compaction summary: "Primary Request and Intent" (goal),
+  "Pending Tasks" (plan), "Problem Solving" (decisions), "Errors and fixes"
+  (open_errors), "Optional Next Step" (next_action); its other sections (Key
+  Technical Concepts, Files and Code Sections, All user messages, Current Work)
+  map onto none.
+- LangChain's ``SummarizationMiddleware`` default prompt: "SESSION INTENT"
+  (goal), "SUMMARY" (decisions: the prompt asks it for the choices made, their
+  reasons and the options rejected), "NEXT STEPS" (plan and next_action: what
+  remains, and what to do next); "ARTIFACTS" maps onto none.
+- langmem asks for a free-form summary (no sections): it is scored on the
+  field names alone.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from types import MappingProxyType
 
 # Line prefixes allowed before a key: indentation, quote marks, list bullets,
 # numbering ("1." / "2)").
 _PREFIX = r"^[ \t>]*(?:[-*+][ \t]+|\d+[.)][ \t]+)?"
 _EMPHASIS = r"[*_`]*"
 
+SECTION_ALIASES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "goal": ("primary request and intent", "primary request", "session intent", "intent"),
+        "plan": ("pending tasks", "remaining tasks", "next steps"),
+        "decisions": ("problem solving", "key decisions", "summary"),
+        "open_errors": ("errors and fixes", "errors", "open issues", "blockers"),
+        "next_action": ("optional next step", "next step", "next steps"),
+    }
+)
+"""Other headings that count as a field (see the module docstring)."""
 
-@lru_cache(maxsize=64)
-def _field_pattern(field: str) -> re.Pattern[str]:
+
+def _name_pattern(field: str) -> str:
     parts = [re.escape(p) for p in re.split(r"[\s_-]+", field.strip()) if p]
     name = r"[\s_-]+".join(parts)
     if name.endswith("s"):
         name = name[:-1]
-    name += r"s?"
+    return name + r"s?"
+
+
+@lru_cache(maxsize=64)
+def _field_pattern(field: str) -> re.Pattern[str]:
+    names = [_name_pattern(n) for n in (field, *SECTION_ALIASES.get(field, ()))]
+    name = "(?:" + "|".join(names) + ")"
     shapes = (
         rf"^[ \t]*#{{1,6}}[ \t]*{_EMPHASIS}{name}\b",
         rf"{_PREFIX}{_EMPHASIS}{name}{_EMPHASIS}[ \t]*$",

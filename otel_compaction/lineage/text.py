@@ -156,3 +156,36 @@ def overlap_fraction(text_shingles: set[int], other: Sketch | set[int]) -> float
 def repeated_tokens(fraction: float, tokens: int) -> int:
     """Turn an overlap fraction into a token estimate (rounded, never negative)."""
     return max(0, round(fraction * tokens))
+
+
+SURVIVAL_EXTRACTIVE = 0.8
+"""Share of what a rewrite dropped that must survive in the new context for the rewrite
+to count as extractive (the evidence kept, moved rather than lost)."""
+
+
+def survival(dropped: Iterable[str], kept: Iterable[str]) -> float | None:
+    """How much of the dropped texts survives in the kept ones, weighted by length.
+
+    Each dropped text counts with its share of word 5-grams found among the kept
+    texts' 5-grams (a text of fewer than five words: wholly there as a run of words,
+    or not); the result is the length-weighted mean, None when nothing with words
+    was dropped.
+    """
+    kept_words = [words(text) for text in kept]
+    pool: set[int] = set()
+    for tokens in kept_words:
+        pool |= shingles(tokens, SHINGLE_WORDS)
+    flat = " " + " ".join(" ".join(tokens) for tokens in kept_words) + " "
+    total = found = 0.0
+    for text in dropped:
+        tokens = words(text)
+        if not tokens:
+            continue
+        if len(tokens) < SHINGLE_WORDS:
+            share = 1.0 if f" {' '.join(tokens)} " in flat else 0.0
+        else:
+            own = shingles(tokens, SHINGLE_WORDS)
+            share = len(own & pool) / len(own)
+        total += len(text)
+        found += len(text) * share
+    return found / total if total else None

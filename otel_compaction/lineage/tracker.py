@@ -1,20 +1,28 @@
 """The per-conversation lineage tracker: compaction ids, parents, generations, cycles.
 
-Lineage rules, first match wins:
+Lineage follows what was carried over. Rules, first match wins:
 
 1. the observation names a ``parent_id``: that compaction is the parent (an
    unknown parent, e.g. one evicted from memory, gives generation 1 and root =
    the parent's id);
 2. ``continues_lineage=False``: a new lineage;
-3. a compacted message is (or contains) an earlier summary: the newest such
-   compaction is the parent;
+3. the summary's text is known and an earlier summary is remembered: the parent
+   is the newest earlier summary whose content this summary *carries*: at least
+   ``Settings.lineage_carry_over`` of that summary's word 5-grams occur in it
+   (all of them for a summary of fewer than ``SHORT_SUMMARY_SHINGLES``; an exact
+   repeat counts too). None carried: a new lineage, even when the
+   earlier summary sat in the region this compaction replaced (note 004's
+   remedy: re-summarize from raw retained turns, dropping the prior summary);
 4. ``continues_lineage=True``: the previous compaction is the parent;
-5. the compacted texts were given, an earlier summary's text is remembered,
-   and none matched: built from raw turns only, a new lineage;
-6. nothing is known: summarize-then-truncate compacts everything before the
-   retained tail, and the previous summary sits at its head, so the compaction
-   continues the previous one if that one produced a summary (not failed, not
-   a prune) and this one is not a prune; otherwise a new lineage.
+5. the summary's text is unknown but the compacted texts are known: a compacted
+   message is (or contains) an earlier summary, so the summarizer read it: the
+   newest such compaction is the parent; none among them, with earlier summaries
+   remembered: a new lineage;
+6. nothing is known (fingerprints only, e.g. the processor without content):
+   summarize-then-truncate compacts everything before the retained tail, and the
+   previous summary sits at its head, so the compaction continues the previous
+   one if that one produced a summary (not failed, not a prune) and this one is
+   not a prune; otherwise a new lineage.
 
 A child has ``generation = parent.generation + 1`` and the parent's root; a new
 lineage has generation 0 and is its own root.
@@ -27,6 +35,7 @@ without compactions holds none, and ``records`` is returned without a copy.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass
 from typing import TypeVar
@@ -40,6 +49,9 @@ from otel_compaction.semconv import CompactionMode
 from otel_compaction.signals.tokens import estimate_tokens
 
 SKETCH_MEMORY = 4
+SHORT_SUMMARY_SHINGLES = 16
+"""A summary with fewer word 5-grams than this (about 20 words) is matched only when all of
+them are there: templated short summaries share most of their few 5-grams by chance."""
 
 _T = TypeVar("_T")
 
@@ -57,6 +69,7 @@ class _Lineage:
     parent_id: str | None
     root_id: str
     generation: int
+    assumed: bool = False
 
 
 class LineageTracker:
@@ -112,7 +125,7 @@ class LineageTracker:
             mode=obs.mode,
             trigger=obs.trigger,
             tokens_before=obs.tokens_before,
-            tokens_after=obs.tokens_after,
+            tokens_after=obs.context_after,
             summary_tokens=summary_tokens,
             retained_tail_tokens=obs.retained_tail_tokens,
             duplicated_tokens=duplicated,
@@ -120,6 +133,7 @@ class LineageTracker:
             parent_id=lineage.parent_id,
             root_id=lineage.root_id,
             generation=lineage.generation,
+            lineage_assumed=lineage.assumed,
             cycle=self._close_cycle(obs, turn_index),
             token_fraction=_fraction(obs.tokens_before, window),
             failed=obs.failed,
@@ -128,33 +142,52 @@ class LineageTracker:
             missing_fields=missing,
             timestamp=obs.timestamp,
             window=window,
+            tokens_after_reported=obs.tokens_after,
+            error=obs.error,
+            growth_per_turn=self._cycle.growth_per_turn(obs.tokens_before),
         )
         self._remember(record, summary)
         return record
 
+    def settle(self, context_after: int) -> CompactionRecord | None:
+        """Give the latest compaction its size after (the first call's context), if it has none.
+
+        Returns the settled record (which replaces the remembered one), or None when
+        there is no unsettled compaction.
+        """
+        last = self.last
+        if last is None or last.settled:
+            return None
+        settled = dataclasses.replace(last, tokens_after=max(0, context_after))
+        self._records = (*self._records[:-1], settled)
+        return settled
+
     def is_known_summary(self, text: str) -> str | None:
         """The id of the compaction whose summary ``text`` is (or contains), if any."""
+        return self._containing(text, txt.CONTAINMENT_MATCH)
+
+    def _containing(self, text: str, threshold: float) -> str | None:
+        """The compaction whose summary ``text`` repeats exactly, else the newest whose
+        containment in ``text`` is at or above ``threshold`` (a summary that carries the
+        previous one carries what that one carried too: the newest is the parent)."""
         fp = txt.fingerprint(text)
         for record in reversed(self._records):
             if record.summary_fingerprint == fp:
                 return record.compaction_id
-        return self._fuzzy_match(text)
-
-    def _fuzzy_match(self, text: str) -> str | None:
-        """The best containment match among the remembered sketches; newest wins ties."""
         if not self._known:
             return None
         tokens = txt.words(text)
         by_k: dict[int, set[int]] = {}
-        best: tuple[float, str] | None = None
         for known in reversed(self._known):
             k = known.sketch.k
             if k not in by_k:
                 by_k[k] = txt.shingles(tokens, k)
             score = txt.containment(known.sketch, by_k[k])
-            if score >= txt.CONTAINMENT_MATCH and (best is None or score > best[0]):
-                best = (score, known.compaction_id)
-        return best[1] if best else None
+            # A few shared words are too little evidence: a short summary must be there whole.
+            needed = 1.0 if len(known.sketch.hashes) < SHORT_SUMMARY_SHINGLES else threshold
+            if score >= needed:
+                return known.compaction_id
+        return None
 
     def _find(self, compaction_id: str) -> CompactionRecord | None:
         for record in reversed(self._records):
@@ -163,31 +196,37 @@ class LineageTracker:
         return None
 
     def _lineage(self, compaction_id: str, obs: CompactionObservation) -> _Lineage:
-        parent_id = self._parent_id(obs)
+        parent_id, assumed = self._parent_id(obs)
         if parent_id is None:
             return _Lineage(None, compaction_id, 0)
         parent = self._find(parent_id)
         if parent is None:
-            return _Lineage(parent_id, parent_id, 1)
-        return _Lineage(parent_id, parent.root_id, parent.generation + 1)
+            return _Lineage(parent_id, parent_id, 1, assumed)
+        return _Lineage(parent_id, parent.root_id, parent.generation + 1, assumed)
 
-    def _parent_id(self, obs: CompactionObservation) -> str | None:
-        """Apply the lineage rules of the module docstring, in order."""
+    def _parent_id(self, obs: CompactionObservation) -> tuple[str | None, bool]:
+        """Apply the lineage rules of the module docstring, in order: the parent, and
+        whether it was only assumed (rule 6)."""
         if obs.parent_id is not None:
-            return obs.parent_id
+            return obs.parent_id, False
         if obs.continues_lineage is False:
-            return None
-        matched = self._match_compacted(obs.compacted_texts)
-        if matched is not None:
-            return matched
+            return None, False
+        summary = obs.summary_text
+        if summary and summary.strip() and self._known:
+            return self._containing(summary, self._settings.lineage_carry_over), False
         previous = self.last
         if obs.continues_lineage is True:
-            return previous.compaction_id if previous else None
+            return (previous.compaction_id if previous else None), False
+        matched = self._match_compacted(obs.compacted_texts)
+        if matched is not None:
+            return matched, False
         if obs.compacted_texts and self._known:
-            return None
+            return None, False
         if previous is None or previous.failed or previous.mode is CompactionMode.PRUNE:
-            return None
-        return None if obs.mode is CompactionMode.PRUNE else previous.compaction_id
+            return None, False
+        if obs.mode is CompactionMode.PRUNE:
+            return None, False
+        return previous.compaction_id, True
 
     def _match_compacted(self, texts: tuple[str, ...]) -> str | None:
         """The newest compaction whose summary appears among the compacted messages."""

@@ -123,12 +123,16 @@ _SPAN_KEYS = frozenset(
         sc.COMPACTION_TRIGGER,
         sc.TOKENS_BEFORE,
         sc.TOKENS_AFTER,
+        sc.TOKENS_AFTER_REPORTED,
         sc.TOKENS_SUMMARY,
         sc.TOKENS_RETAINED_TAIL,
         sc.LINEAGE_PARENT_ID,
         sc.LINEAGE_GENERATION,
+        sc.LINEAGE_ASSUMED,
         sc.SUMMARY_FAILED,
+        sc.SUMMARY_ERROR,
         sc.SUMMARY_TEXT,
+        sc.CONTEXT_FIXED_TOKENS,
         *FLAG_KEYS,
     }
 )
@@ -166,11 +170,14 @@ _COMPACTION_KEYS = (
     sc.COMPACTION_TRIGGER,
     sc.TOKENS_BEFORE,
     sc.TOKENS_AFTER,
+    sc.TOKENS_AFTER_REPORTED,
     sc.TOKENS_SUMMARY,
     sc.TOKENS_RETAINED_TAIL,
     sc.SUMMARY_TEXT,
     sc.LINEAGE_PARENT_ID,
+    sc.LINEAGE_ASSUMED,
     sc.SUMMARY_FAILED,
+    sc.SUMMARY_ERROR,
     sc.COMPACTION_ID,
     *_PHASE_KEYS,
 )
@@ -323,6 +330,7 @@ def _turn_item(
         tool_categories=strs_of(get(sc.TOOL_CATEGORIES)),
         window=window if window and window > 0 else None,
         timestamp=item.time_ns / 1e9 or None,
+        fixed_tokens=int_of(get(sc.CONTEXT_FIXED_TOKENS)),
     )
     if word_of(get(sc.PHASE_SOURCE)) == _REPORTED:
         item.phase = phase_report(decoded(attrs, _PHASE_KEYS))
@@ -335,21 +343,26 @@ def _compaction_item(span: Any, attrs: Mapping[str, AttrValue]) -> Item:
     provider = as_str(attrs.get(sc.GEN_AI_PROVIDER_NAME))
     item = _base(span, ItemKind.COMPACTION, key, turn_index, provider)
     generation = as_int(attrs.get(sc.LINEAGE_GENERATION))
+    if attrs.get(sc.LINEAGE_ASSUMED) is True:
+        generation = None  # the agent only assumed it: assume it here the same way
     item.compaction = CompactionObservation(
         source=as_enum(CompactionSource, attrs.get(sc.COMPACTION_SOURCE), CompactionSource.IMPORT),
         mode=as_enum(CompactionMode, attrs.get(sc.COMPACTION_MODE), CompactionMode.LOSSY),
         trigger=as_word(attrs.get(sc.COMPACTION_TRIGGER)),
         tokens_before=as_int(attrs.get(sc.TOKENS_BEFORE)),
-        tokens_after=as_int(attrs.get(sc.TOKENS_AFTER)),
+        tokens_after=as_int(attrs.get(sc.TOKENS_AFTER_REPORTED)),
         summary_tokens=as_int(attrs.get(sc.TOKENS_SUMMARY)),
         retained_tail_tokens=as_int(attrs.get(sc.TOKENS_RETAINED_TAIL)),
         summary_text=as_str(attrs.get(sc.SUMMARY_TEXT)),
-        parent_id=as_str(attrs.get(sc.LINEAGE_PARENT_ID)),
+        parent_id=None if generation is None else as_str(attrs.get(sc.LINEAGE_PARENT_ID)),
         # The agent's lineage verdict is a fact about its texts, which we do not see.
         continues_lineage=None if generation is None else generation > 0,
         failed=attrs.get(sc.SUMMARY_FAILED) is True,
         compaction_id=as_str(attrs.get(sc.COMPACTION_ID)) or span.span_id.hex() or None,
         timestamp=span.start_time_unix_nano / 1e9 or None,
+        # The agent's size after is the first call's context (measured): the same here.
+        context_after=as_int(attrs.get(sc.TOKENS_AFTER)),
+        error=as_str(attrs.get(sc.SUMMARY_ERROR)),
     )
     item.phase = phase_report(attrs)
     return item

@@ -21,7 +21,7 @@ import json
 import logging
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -30,7 +30,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from otel_compaction.model import Finding
+from otel_compaction.model import CompactionAnalysis, Finding
 from otel_compaction.processor.config import ProcessorConfig
 from otel_compaction.processor.decode import Signal, item_count, parse_protobuf
 from otel_compaction.processor.enrich import write_flags
@@ -45,6 +45,8 @@ from otel_compaction.semconv import ProcessorReason
 logger = logging.getLogger(__name__)
 
 EXPIRE_EVERY_SECONDS = 1.0
+MAX_UNSETTLED = 4096
+"""Compactions whose span location is kept until a later turn settles them."""
 
 
 class Overloaded(Exception):
@@ -111,6 +113,8 @@ class Pipeline:
         self._batches: deque[Batch] = deque()
         self._next_expiry = clock() + EXPIRE_EVERY_SECONDS
         self._retry_after = max(1, round(config.processing.reorder_window_seconds + 0.5))
+        # Where recent compactions were seen, for the findings their settlement adds.
+        self._compaction_spans: OrderedDict[str, tuple[bytes, bytes, int]] = OrderedDict()
 
     # ----------------------------------------------------------------- input
 
@@ -201,13 +205,19 @@ class Pipeline:
             return 0
         applied = self.state.apply(groups)
         findings: list[FindingContext] = []
+        late: list[FindingContext] = []
         quiet = self.metrics is None
         for result in applied:
+            if result.turn is not None and result.turn.settled is not None:
+                self._settled(result.turn.settled, result.item, late)
             if quiet and result.compaction is None:
                 continue  # a turn: nothing to record without metrics
             self._record(result, findings)
-        if findings:
+        if findings and not self.enrich:
             self._emit_findings(findings)
+        if late:
+            # Found after the compaction's span went on: finding spans in both modes.
+            self._emit_findings(late)
         if self._batches:
             self._release(groups)
         return len(applied)
@@ -231,6 +241,22 @@ class Pipeline:
         for finding in analysis.findings:
             self._log_finding(finding)
             findings.append(FindingContext(finding, item.trace_id, item.span_id, item.time_ns))
+        if not analysis.record.settled:
+            spans = self._compaction_spans
+            spans[analysis.record.compaction_id] = (item.trace_id, item.span_id, item.time_ns)
+            while len(spans) > MAX_UNSETTLED:
+                spans.popitem(last=False)
+
+    def _settled(self, settled: CompactionAnalysis, item: Item, late: list[FindingContext]) -> None:
+        """A turn settled a compaction: its reclaimed tokens, and its late findings, as
+        finding spans under the compaction's span (the turn's trace if it is forgotten)."""
+        where = self._compaction_spans.pop(settled.record.compaction_id, None)
+        trace_id, span_id, time_ns = where or (item.trace_id, b"", item.time_ns)
+        if self.metrics is not None:
+            self.metrics.compaction.record_settled(settled)
+        for finding in settled.findings:
+            self._log_finding(finding)
+            late.append(FindingContext(finding, trace_id, span_id, time_ns))
 
     def _log_finding(self, finding: Finding) -> None:
         if self._findings_out is None:
@@ -241,8 +267,8 @@ class Pipeline:
             self._findings_out.flush()
 
     def _emit_findings(self, findings: list[FindingContext]) -> None:
-        if self.enrich or self.queue is None:
-            return  # enrich mode carries findings as flags on the spans themselves
+        if self.queue is None:
+            return
         request = findings_request(findings, self.config.output.service_name)
         try:
             self.queue.put(Signal.TRACES, request.SerializeToString(), len(findings), ready=True)

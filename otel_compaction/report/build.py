@@ -70,9 +70,20 @@ class ReportBuilder:
     def take(self, step: Step | Applied) -> None:
         """Record whatever the engine returned for one input."""
         if step.turn is not None:
+            if step.turn.settled is not None:
+                self.settle(step.turn.settled)
             self.add_turn(step.turn)
         if step.compaction is not None:
             self.add_compaction(step.compaction)
+
+    def settle(self, settled: CompactionAnalysis) -> None:
+        """Complete a recorded compaction with its settlement (size after, late findings)."""
+        compactions = self._get(settled.record.conversation_id).compactions
+        cid = settled.record.compaction_id
+        for index in range(len(compactions) - 1, -1, -1):
+            if compactions[index].record.compaction_id == cid:
+                compactions[index] = compactions[index].merged(settled)
+                return
 
     def build(
         self, files: Sequence[FileReport] = (), diagnostics: Diagnostics | None = None
@@ -144,6 +155,9 @@ def analyze_files(
     files = [run.read(path) for path in paths]
     for applied in run.otlp.drain():
         run.builder.take(applied)
+    # Compactions no call followed are judged now, their size after unknown.
+    for settled in (*run.replayer.registry.finish(), *run.otlp.registry.finish()):
+        run.builder.settle(settled)
     if progress is not None:
         progress.finish()
     return run.builder.build(files, diagnostics)

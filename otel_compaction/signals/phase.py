@@ -11,9 +11,11 @@ tracker with the same settings; a tracker itself holds little more than its beli
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import math
+import operator
 import threading
 from collections.abc import Sequence
 
@@ -29,6 +31,7 @@ from otel_compaction.signals.phase_model import (
     filter_tables,
     normalize_floats,
 )
+from otel_compaction.signals.pressure import clip01
 from otel_compaction.signals.tools import ToolCategorizer, ToolCategory
 
 logger = logging.getLogger(__name__)
@@ -90,6 +93,16 @@ class PhaseTracker:
     (``source=inferred``). After each turn, :attr:`last_transition` holds the
     change of the most likely phase first seen on that turn, or ``None``.
 
+    Ignorance is not imminence. The phase is *unknown* (``known=False``) until
+    ``phase_min_evidence_turns`` turns with tool calls, or a report, have been
+    seen. Once known, the transition likelihood is measured against the *held*
+    phase: the last one whose probability reached ``phase_hold_confidence``,
+    within the last ``phase_hold_turns`` turns. It is the probability, under the
+    model's one-step prediction, that the next turn is not in the held phase,
+    ``1 - (p A)_held``; without a held phase it is the model's base rate of
+    change, ``1 - A[c, c]``. So it rises above that only while a phase held with
+    confidence is losing its probability to another (``docs/signals.md``).
+
     Not thread-safe: one tracker belongs to one conversation.
     """
 
@@ -100,9 +113,13 @@ class PhaseTracker:
     __slots__ = (
         "_belief",
         "_categorize",
+        "_evidence",
+        "_held",
+        "_held_turn",
         "_last_name",
         "_last_transition",
         "_pending_report",
+        "_rules",
         "_source",
         "_tables",
         "_turns",
@@ -119,6 +136,21 @@ class PhaseTracker:
         self._last_name: str | None = None
         self._last_transition: PhaseTransition | None = None
         self._turns = 0
+        self._rules = _hold_rules(
+            settings.phase_min_evidence_turns,
+            settings.phase_hold_confidence,
+            settings.phase_hold_reported_confidence,
+            settings.phase_hold_turns,
+        )
+        # Turns with tool calls seen, counted up to the minimum (a report makes it known).
+        self._evidence = 0
+        self._held = -1  # index of the held phase, -1 for none
+        self._held_turn = 0
+
+    @property
+    def known(self) -> bool:
+        """Whether enough evidence has been seen for any phase (see the class docstring)."""
+        return self._evidence >= self._rules.min_evidence
 
     @property
     def phases(self) -> tuple[str, ...]:
@@ -128,7 +160,8 @@ class PhaseTracker:
     @property
     def current(self) -> PhaseEstimate:
         """The latest estimate, a report made after the last turn included (uniform at first)."""
-        return self._estimate()
+        turn = self._turns + 1 if self._pending_report else self._turns
+        return self._judge(self._estimate(), turn, keep=False)
 
     @property
     def last_transition(self) -> PhaseTransition | None:
@@ -149,11 +182,12 @@ class PhaseTracker:
         belief = reported_floats(report, self._tables.phases)
         if belief is None:
             _warn_unknown_phase(report.name, self._tables.phases)
-            return self._estimate()
+            return self.current
         self._belief = self._tables.codec.pack(*belief)
         self._pending_report = True
         self._source = PhaseSource.REPORTED
-        return self._estimate(belief)
+        self._evidence = max(self._evidence, self._rules.min_evidence)
+        return self._judge(self._estimate(belief), self._turns + 1, keep=False)
 
     def observe_turn(
         self,
@@ -183,6 +217,12 @@ class PhaseTracker:
         else:
             self._belief, estimate = self._tables.advance(self._belief, tuple(evidence))
             self._source = PhaseSource.INFERRED
+            if evidence and self._evidence < self._rules.min_evidence:
+                self._evidence += 1
+        estimate = self._judge(estimate, self._turns, keep=True)
+        if not estimate.known:
+            self._last_transition = None
+            return estimate
         name = estimate.name
         previous, self._last_name = self._last_name, name
         if previous is None or previous == name:
@@ -208,10 +248,66 @@ class PhaseTracker:
         return tuple(map(self._categorize, tool_calls, arguments))
 
     def _estimate(self, belief: Floats | None = None) -> PhaseEstimate:
-        """The estimate of ``belief`` (the stored belief when omitted)."""
+        """The model's estimate of ``belief`` (the stored belief when omitted)."""
         tables = self._tables
         p = tables.codec.unpack(self._belief) if belief is None else belief
         return tables.estimate(p, self._source)
+
+    def _judge(self, estimate: PhaseEstimate, turn: int, *, keep: bool) -> PhaseEstimate:
+        """``estimate`` with its knownness and its transition likelihood against the held phase.
+
+        ``keep``: remember the held phase this turn leaves (a turn); a look at the
+        current estimate or a report's return value only reads it.
+        """
+        rules = self._rules
+        if self._evidence < rules.min_evidence:
+            return dataclasses.replace(estimate, transition_likelihood=0.0, known=False)
+        q = estimate.distribution
+        top = q.index(estimate.confidence)
+        held, held_turn = self._held, self._held_turn
+        hold = (
+            rules.hold_reported
+            if estimate.source is PhaseSource.REPORTED
+            else rules.hold_confidence
+        )
+        if estimate.confidence >= hold:
+            held, held_turn = top, turn
+        elif held >= 0 and turn - held_turn > rules.hold_turns:
+            held = -1  # the change ended without a new phase taking hold
+        if keep:
+            self._held, self._held_turn = held, held_turn
+        if held < 0:
+            # No phase held: no evidence of change, the model's base rate.
+            return dataclasses.replace(
+                estimate, transition_likelihood=1.0 - self._tables.columns[top][top]
+            )
+        likelihood = estimate.transition_likelihood  # the flip of the held phase itself
+        if held != top:
+            likelihood = clip01(1.0 - sum(map(operator.mul, q, self._tables.columns[held])))
+        return dataclasses.replace(
+            estimate,
+            transition_likelihood=likelihood,
+            held_phase=self._tables.phases[held],
+            held_turn=held_turn,
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _HoldRules:
+    """The settings that decide whether a phase is known and which one is held."""
+
+    min_evidence: int
+    hold_confidence: float
+    hold_reported: float
+    hold_turns: int
+
+
+@functools.lru_cache(maxsize=16)
+def _hold_rules(
+    min_evidence: int, hold_confidence: float, hold_reported: float, hold_turns: int
+) -> _HoldRules:
+    """One :class:`_HoldRules` per setting, shared by the trackers."""
+    return _HoldRules(min_evidence, hold_confidence, hold_reported, hold_turns)
 
 
 @functools.lru_cache(maxsize=16)

@@ -241,6 +241,7 @@ class FilterTables:
         "_log_k",
         "_steps",
         "codec",
+        "columns",
         "emissions",
         "k",
         "phases",
@@ -257,6 +258,8 @@ class FilterTables:
         self._columns: tuple[Floats, ...] = tuple(
             tuple(float(x) for x in transitions[:, j]) for j in range(self.k)
         )
+        self.columns = self._columns
+        """Column j of A as floats: ``sum(p_i * columns[j][i])`` is ``(p A)_j``."""
         self._emission_columns: dict[ToolCategory, Floats] = {
             category: tuple(float(x) for x in emissions[:, index])
             for category, index in _COLUMN.items()

@@ -11,9 +11,11 @@ Records and what they become:
   call (tool results also count as tool outputs for ``attention_decay``).
 - ``system`` / ``compact_boundary`` with ``compactMetadata``: a lossy
   compaction (trigger, ``preTokens``, ``postTokens`` when present); the
-  ``user`` record with ``isCompactSummary`` that follows holds its summary. A
-  summary that contains the previous summary continues that lineage; one that
-  does not starts a new lineage.
+  ``user`` record with ``isCompactSummary`` that follows holds its summary (the
+  engine's lineage rules decide from it whether it carries the previous one).
+  ``postTokens`` is Claude Code's own figure, the size of the summary, not of the
+  next request: it is kept as the reported size after, and the engine measures
+  the size after on the next call.
 - ``system`` / ``microcompact_boundary``: a prune of old tool outputs
   (``microcompactMetadata``: ``preTokens``, ``tokensSaved``).
 - ``summary``: a session title, not a compaction; ignored like the other kinds.
@@ -44,7 +46,6 @@ from otel_compaction.transcripts.progress import Progress
 from otel_compaction.transcripts.text import (
     arguments_text,
     as_int,
-    contains_summary,
     content_text,
     parse_timestamp,
     tokens_of,
@@ -90,7 +91,6 @@ class _Conversation:
     compaction: _Compaction | None = None
     new_content: int = 0
     tool_outputs: list[int] = field(default_factory=list)
-    last_summary: str | None = None
     compactions: int = 0
     emitted: set[str] = field(default_factory=set)
 
@@ -296,11 +296,6 @@ def _flush_compaction(conv: _Conversation) -> Iterator[Event]:
     if pending is None:
         return
     summary = pending.summary
-    continues: bool | None = None
-    if summary is not None and conv.last_summary is not None:
-        continues = contains_summary(conv.last_summary, summary)
-    if pending.mode is not CompactionMode.PRUNE:
-        conv.last_summary = summary
     observation = CompactionObservation(
         source=CompactionSource.IMPORT,
         mode=pending.mode,
@@ -308,7 +303,6 @@ def _flush_compaction(conv: _Conversation) -> Iterator[Event]:
         tokens_before=pending.tokens_before,
         tokens_after=pending.tokens_after,
         summary_text=summary,
-        continues_lineage=continues,
         compaction_id=pending.compaction_id,
         timestamp=pending.timestamp,
     )

@@ -40,7 +40,6 @@ from otel_compaction.transcripts.progress import Progress
 from otel_compaction.transcripts.text import (
     arguments_text,
     as_int,
-    contains_summary,
     content_text,
     parse_timestamp,
     tokens_of,
@@ -75,7 +74,6 @@ class _State:
     last_total: Any = None
     last_context: int | None = None
     compaction: _Compaction | None = None
-    last_summary: str | None = None
     compactions: int = 0
 
 
@@ -227,17 +225,12 @@ def _flush_compaction(state: _State) -> Iterator[Event]:
     yield from _announce(state)
     state.compactions += 1
     summary = pending.summary
-    continues: bool | None = None
-    if summary is not None and state.last_summary is not None:
-        continues = contains_summary(state.last_summary, summary)
-    state.last_summary = summary
     observation = CompactionObservation(
         source=CompactionSource.IMPORT,
         mode=CompactionMode.SERVER if pending.server else CompactionMode.LOSSY,
         trigger=pending.trigger,
         tokens_before=state.last_context,
         summary_text=summary,
-        continues_lineage=continues,
         compaction_id=f"{state.cid}#compaction-{state.compactions}",
         timestamp=pending.timestamp,
     )

@@ -110,6 +110,8 @@ def import_files(
     try:
         for path in paths:
             _import_file(path, replayer, unique, writer, result, diagnostics, progress)
+        for settled in replayer.registry.finish():
+            writer.settle(settled)
     finally:
         writer.close()
         provider.shutdown()

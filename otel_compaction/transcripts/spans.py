@@ -47,6 +47,8 @@ class _Trace:
     root: Span | None = None
     last_ns: int = 0
     spans: dict[str, SpanContext] = field(default_factory=dict)
+    pending: tuple[CompactionEvent, CompactionAnalysis] | None = None
+    """A compaction waiting for the first call after it (its size after, late findings)."""
 
 
 class SpanWriter:
@@ -72,13 +74,24 @@ class SpanWriter:
         if isinstance(event, ConversationInfo):
             self._traces.setdefault(event.conversation_id, _Trace(event))
         elif isinstance(event, TurnEvent) and step.turn is not None:
+            self._flush(self._state(event.conversation_id), step.turn.settled)
             self._turn(event, step.turn)
         elif isinstance(event, CompactionEvent) and step.compaction is not None:
-            self._compaction(event, step.compaction)
+            state = self._state(event.conversation_id)
+            self._flush(state)
+            if step.compaction.record.settled:
+                self._compaction(event, step.compaction)
+            else:  # written with the first call after it, which settles it
+                state.pending = (event, step.compaction)
+
+    def settle(self, settled: CompactionAnalysis) -> None:
+        """Write a pending compaction with what the end of input added (no call followed)."""
+        self._flush(self._state(settled.record.conversation_id), settled)
 
     def close(self) -> None:
         """End every conversation's root span (at its last child's end)."""
         for state in self._traces.values():
+            self._flush(state)
             if state.root is not None:
                 state.root.end(end_time=state.last_ns)
                 state.root = None
@@ -165,6 +178,16 @@ class SpanWriter:
             self._categorize(name, args[i] if i < len(args) else None).value
             for i, name in enumerate(obs.tool_calls)
         ]
+
+    def _flush(self, state: _Trace, settled: CompactionAnalysis | None = None) -> None:
+        """Write the pending compaction, completed by ``settled`` when that is its settlement."""
+        pending, state.pending = state.pending, None
+        if pending is None:
+            return
+        event, analysis = pending
+        if settled is not None and settled.record.compaction_id == analysis.record.compaction_id:
+            analysis = analysis.merged(settled)
+        self._compaction(event, analysis)
 
     def _compaction(self, event: CompactionEvent, analysis: CompactionAnalysis) -> None:
         state = self._state(event.conversation_id)

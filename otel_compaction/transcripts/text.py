@@ -1,4 +1,4 @@
-"""Values out of transcript records: text, numbers, timestamps, summary containment."""
+"""Values out of transcript records: text, numbers, timestamps."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from otel_compaction.lineage import text as lineage_text
 from otel_compaction.signals.tokens import estimate_tokens
 
 
@@ -51,20 +50,6 @@ def arguments_text(value: Any) -> str | None:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return None
-
-
-def contains_summary(previous: str, summary: str) -> bool:
-    """Whether ``summary`` re-includes ``previous`` (a summary of a summary).
-
-    Uses the lineage tracker's shingle containment with its match threshold: a
-    summary continues the earlier one's lineage when most of the earlier
-    summary's word 5-grams occur in it.
-    """
-    known = lineage_text.sketch(previous)
-    if known is None:
-        return False
-    candidate = lineage_text.shingles(lineage_text.words(summary), known.k)
-    return lineage_text.containment(known, candidate) >= lineage_text.CONTAINMENT_MATCH
 
 
 def as_int(value: Any) -> int | None:

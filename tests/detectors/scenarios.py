@@ -11,6 +11,7 @@ from otel_compaction.model import (
     CompactionAnalysis,
     CompactionObservation,
     PhaseReport,
+    TurnAnalysis,
     TurnObservation,
 )
 from otel_compaction.semconv import CompactionMode, CompactionSource
@@ -97,50 +98,66 @@ NOTE_004_INTERVALS = (9, 9, 9, 9, 7, 5, 3, 3, 3, 3)
 NOTE_004_RESET_INTERVALS = (11, 10, 12, 9)
 
 
+NOTE_004_TRIGGER = 170_000
+"""Note 004's trigger: 85% of a 200k budget."""
+
+
 def note_004_run(
     intervals: Sequence[int],
     *,
     content_per_turn: Sequence[int] | int = 600,
     first_turn: int = 10,
     reset: bool = False,
-    tokens_after: Sequence[int] | int = 60_000,
     registry: ConversationRegistry | None = None,
 ) -> tuple[ConversationAnalyzer, list[CompactionAnalysis]]:
     """A run with compactions spaced by ``intervals`` under the given new content per turn.
 
-    ``content_per_turn`` is one value for every turn or one per cycle (the first
-    cycle, before the first compaction, uses the first value); ``reset`` marks
-    every compaction as re-summarized from raw turns (a fresh lineage).
+    As in note 004, every compaction fires at the trigger (85% of 200k) and leaves the
+    context just low enough that the turns to the next one refill it: each turn adds its
+    new content plus an 800-token re-expansion residual. ``content_per_turn`` is one value
+    for every turn or one per cycle (the first cycle, before the first compaction, uses the
+    first value); ``reset`` marks every compaction as re-summarized from raw turns (a fresh
+    lineage).
     """
     if registry is None:
         registry = ConversationRegistry(Settings())
     analyzer = registry.get("note-004")
     turns = [first_turn, *(first_turn + t for t in accumulate(intervals))]
-    per_cycle = _per_cycle(content_per_turn, len(turns))
-    after = _per_cycle(tokens_after, len(turns))
+    per_cycle = _per_cycle(content_per_turn, len(turns) + 1)
+    gaps = [*intervals, 3]  # the turns each compaction leaves room for (3 after the last)
     analyses: list[CompactionAnalysis] = []
-    context, cycle = 20_000, 0
+    cycle = 0
+    context = NOTE_004_TRIGGER - (first_turn - 1) * (per_cycle[0] + 800)
     for turn in range(1, turns[-1] + 1):
         if turn in turns:
+            after = NOTE_004_TRIGGER - gaps[cycle] * (per_cycle[cycle + 1] + 800)
             analyses.append(
                 analyzer.observe_compaction(
                     CompactionObservation(
                         source=CompactionSource.IMPORT,
                         tokens_before=context,
-                        tokens_after=after[cycle],
+                        tokens_after=after,
                         continues_lineage=False if reset else None,
                     )
                 )
             )
-            context, cycle = after[cycle], cycle + 1
+            context, cycle = after, cycle + 1
         content = per_cycle[min(cycle, len(per_cycle) - 1)]
-        context += content + 800  # new content plus the re-expansion residual
-        analyzer.observe_turn(
+        if turn > 1:
+            context += content + 800  # new content plus the re-expansion residual
+        turn_analysis = analyzer.observe_turn(
             TurnObservation(
                 context_tokens=context, window=WINDOW, new_content_tokens=content, tool_calls=()
             )
         )
+        settle(analyses, turn_analysis)
     return analyzer, analyses
+
+
+def settle(analyses: list[CompactionAnalysis], turn: TurnAnalysis) -> None:
+    """Complete the last compaction with what the turn that settled it found."""
+    if turn.settled is not None and analyses:
+        analyses[-1] = analyses[-1].merged(turn.settled)
 
 
 def _per_cycle(value: Sequence[int] | int, n: int) -> list[int]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from otel_compaction.config import Settings
 from otel_compaction.detectors import boundary_compaction
-from otel_compaction.semconv import CompactionMode, FindingKind
+from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind
 from tests.detectors.records import SETTLED, STRADDLING, context_of, phase, pressure, record
 from tests.detectors.scenarios import note_000_run
 
@@ -37,13 +40,67 @@ def test_extractive_compaction_at_the_boundary_is_not_flagged() -> None:
     assert not analysis.flagged(FindingKind.BOUNDARY_COMPACTION)
 
 
-@pytest.mark.parametrize(
-    "mode", [CompactionMode.EXTRACTIVE, CompactionMode.PRUNE, CompactionMode.SERVER]
-)
-def test_only_lossy_mode_is_judged(mode: CompactionMode) -> None:
-    """Extractive, prune and server compactions are not flagged, whatever the state."""
+@pytest.mark.parametrize("mode", [CompactionMode.EXTRACTIVE, CompactionMode.PRUNE])
+def test_compactions_that_keep_the_evidence_are_not_judged(mode: CompactionMode) -> None:
+    """Extractive and prune compactions are not flagged, whatever the state."""
     ctx = context_of([record(mode=mode, token_fraction=0.95)], phase=STRADDLING)
     assert boundary_compaction(ctx) is None
+
+
+def test_a_provider_side_compaction_is_judged_with_a_remedy_for_its_trigger() -> None:
+    """An Anthropic server-side compaction at a boundary is flagged like a client's, and the
+    remedy is the provider's knob (pause_after_compaction, move the trigger)."""
+    rec = record(mode=CompactionMode.SERVER, source=CompactionSource.ANTHROPIC, trigger=None)
+    finding = boundary_compaction(
+        context_of([dataclasses.replace(rec, token_fraction=0.8)], phase=STRADDLING)
+    )
+    assert finding is not None
+    assert finding.reason.startswith("anthropic server-side compaction at turn 30")
+    assert "pause_after_compaction" in finding.reason
+
+
+def test_an_imported_auto_compaction_gets_the_fixed_threshold_remedy() -> None:
+    """Claude Code's auto-compaction fired by its threshold: compact at the end of a phase."""
+    rec = record(source=CompactionSource.IMPORT, trigger="auto", token_fraction=0.8)
+    finding = boundary_compaction(context_of([rec], phase=STRADDLING))
+    assert finding is not None
+    assert finding.reason.startswith("auto compaction at turn 30")
+    assert "compact at the end of a phase" in finding.reason
+
+
+@pytest.mark.parametrize(
+    ("source", "mode", "judged"),
+    [
+        (CompactionSource.EXPLICIT, CompactionMode.LOSSY, True),
+        (CompactionSource.INFERRED, CompactionMode.LOSSY, True),
+        (CompactionSource.ANTHROPIC, CompactionMode.SERVER, False),
+        (CompactionSource.IMPORT, CompactionMode.LOSSY, False),
+    ],
+)
+def test_the_narrow_scope_judges_client_lossy_compactions_only(
+    source: CompactionSource, mode: CompactionMode, judged: bool
+) -> None:
+    """boundary_scope=client_lossy restores note 000's scope: the client's own lossy ones."""
+    narrow = Settings(boundary_scope="client_lossy")
+    rec = record(source=source, mode=mode, token_fraction=0.8, trigger=None)
+    found = boundary_compaction(context_of([rec], narrow, phase=STRADDLING))
+    assert (found is not None) is judged
+
+
+def test_an_unknown_phase_is_not_judged() -> None:
+    """Too little evidence for any phase: however spread its belief, no veto from ignorance."""
+    unknown = dataclasses.replace(STRADDLING, known=False, transition_likelihood=0.0)
+    assert boundary_compaction(context_of([record(token_fraction=0.9)], phase=unknown)) is None
+
+
+def test_the_reason_names_the_held_phase_and_the_sizes() -> None:
+    """The reason says which held phase was giving way and how much was dropped and kept."""
+    held = dataclasses.replace(STRADDLING, held_phase="hypothesize", held_turn=28)
+    rec = record(token_fraction=0.71, retained_tail_tokens=38_000, trigger=None)
+    finding = boundary_compaction(context_of([rec], phase=held, compacted_tokens=52_000))
+    assert finding is not None
+    assert "hypothesize held until turn 28, now hypothesize 0.48 vs patch 0.44" in finding.reason
+    assert "summarized away about 52,000 tokens and kept 38,000 verbatim" in finding.reason
 
 
 def test_ceiling_rule() -> None:
@@ -109,4 +166,4 @@ def test_phase_without_a_full_distribution_names_the_phase() -> None:
     odd = phase((0.5, 0.5), 0.6)
     finding = boundary_compaction(context_of([record(token_fraction=0.8)], phase=odd))
     assert finding is not None
-    assert "explore 0.50)" in finding.reason
+    assert "(explore 0.50, transition likelihood" in finding.reason

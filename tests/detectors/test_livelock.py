@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
-from otel_compaction.detectors import cadence_verdict, reexpansion_livelock
+from otel_compaction.detectors import cadence_verdict, no_progress, reexpansion_livelock
 from otel_compaction.model import CompactionObservation, TurnObservation
 from otel_compaction.policy import CompactionReexpansionError, check_compaction_health
 from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind
@@ -109,27 +109,36 @@ def test_thrashing_reason_names_the_intervals() -> None:
     assert "pin task constraints outside the compacted region" in finding.reason
 
 
-def test_no_progress_three_compactions_leaving_the_context_high() -> None:
-    """Codex's guard: three consecutive compactions leave the context >= the pressure threshold."""
-    high = [60_000, 140_000, 130_000, 150_000]
-    finding = reexpansion_livelock(context_of(run_of([10, 11, 10], tokens_after=high)))
+def _sized(records: tuple, before: int = 170_000, fraction: float | None = 0.85) -> tuple:
+    return tuple(
+        dataclasses.replace(r, tokens_before=before, token_fraction=fraction) for r in records
+    )
+
+
+def test_no_progress_two_ineffective_compactions_in_a_row() -> None:
+    """Codex's guard on the size after: two compactions in a row whose next call is still at
+    the trigger are a no-progress livelock, named with the after-fractions."""
+    high = [60_000, 172_000, 175_000]
+    ctx = context_of(_sized(run_of([10, 11], tokens_after=high)), floor_tokens=168_000)
+    finding = no_progress(ctx)
     assert finding is not None
     assert finding.rule == "no_progress"
-    assert "[0.70, 0.65, 0.75]" in finding.reason
+    assert "[0.86, 0.88]" in finding.reason
+    assert "shrink the tool set or the system prompt" in finding.reason
 
 
 @pytest.mark.parametrize(
     "afters",
     [
-        [60_000, 140_000, 129_000, 150_000],  # one at 0.645 breaks the run
-        [60_000, 140_000, None, 150_000],  # an unknown size breaks the run
-        [140_000, 150_000],  # only two compactions
+        [60_000, 172_000, 60_000],  # the last one reclaimed: no run
+        [60_000, 172_000, None],  # the last one's size after is unknown
+        [172_000],  # only one compaction
     ],
 )
-def test_no_progress_needs_three_known_high_results(afters: list[int | None]) -> None:
-    """A compaction below the threshold, of unknown size, or too few compactions: no finding."""
-    records = run_of([10] * (len(afters) - 1), tokens_after=afters)
-    assert reexpansion_livelock(context_of(records)) is None
+def test_no_progress_needs_ineffective_compactions_in_a_row(afters: list[int | None]) -> None:
+    """An effective compaction, one of unknown size after, or too few: no finding."""
+    records = _sized(run_of([10] * (len(afters) - 1), tokens_after=afters))
+    assert no_progress(context_of(records)) is None
 
 
 def test_settings_change_the_rule() -> None:
@@ -161,20 +170,12 @@ def test_non_shrinking_intervals_never_livelock(steps: list[int], loads: list[fl
 
 
 def test_no_progress_compares_with_the_observed_trigger() -> None:
-    """Note 004's shape (fires at 0.85, leaves 0.78) is not no-progress; leaving 0.88 is."""
-    below = tuple(
-        dataclasses.replace(r, token_fraction=0.85)
-        for r in run_of([10, 11, 10], tokens_after=[156_000] * 4)
-    )
-    assert reexpansion_livelock(context_of(below)) is None
-    above = tuple(
-        dataclasses.replace(r, token_fraction=0.85)
-        for r in run_of([10, 11, 10], tokens_after=[176_000] * 4)
-    )
-    finding = reexpansion_livelock(context_of(above))
-    assert finding is not None
-    assert finding.rule == "no_progress"
-    assert "0.85" in finding.reason
+    """Note 004's shape (fires at 0.85, leaves 0.78 but reclaims little) is judged by share:
+    reclaiming 5% is no progress; leaving 0.30 of the window is progress."""
+    little = _sized(run_of([10, 11], tokens_after=[156_000] * 3), before=164_000)
+    assert no_progress(context_of(little)) is not None
+    plenty = _sized(run_of([10, 11], tokens_after=[60_000] * 3), before=164_000)
+    assert no_progress(context_of(plenty)) is None
 
 
 def test_prune_compactions_are_not_thrashing() -> None:

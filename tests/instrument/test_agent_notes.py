@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from otel_compaction import conversation, report_phase
 from otel_compaction import semconv as sc
 from otel_compaction.config import Settings
 from otel_compaction.instrument import CompactionInstrumentor
@@ -114,6 +115,67 @@ def test_note_000_twin_compacting_at_turn_34_is_not_flagged(
     assert not [f for f in cap.findings if f.kind is FindingKind.BOUNDARY_COMPACTION]
 
 
+NOTE_000_REPORTS = {
+    28: (
+        "hypothesize",
+        {"hypothesize": 0.81, "patch": 0.0633, "explore": 0.0633, "verify": 0.0634},
+    ),
+    30: ("hypothesize", {"hypothesize": 0.48, "patch": 0.44, "explore": 0.05, "verify": 0.03}),
+    31: ("patch", {"patch": 0.63, "hypothesize": 0.1233, "explore": 0.1233, "verify": 0.1234}),
+    34: ("patch", {"patch": 0.88, "hypothesize": 0.04, "explore": 0.04, "verify": 0.04}),
+}
+
+
+class IncidentAgent(DebuggingAgent):
+    """Note 000's incident: at the compaction, turns 3 to 18 (where the tool outputs that tie
+    the assertion to the fixture are) are summarized away, turns 19 on kept verbatim."""
+
+    def __init__(self, compact_at: int, *, report: bool) -> None:
+        super().__init__(compact_at)
+        self.report = report
+
+    def run(self) -> None:
+        with conversation("note-000-incident"):
+            for turn in range(1, TURNS + 1):
+                if self.report and turn in NOTE_000_REPORTS:
+                    name, distribution = NOTE_000_REPORTS[turn]
+                    report_phase(name, distribution=distribution)
+                if turn == self.compact_at:
+                    # messages: the task, then (assistant, result) per turn: turn n at 2n-1, 2n
+                    summary = {"role": "user", "content": SUMMARY}
+                    self.messages = [*self.messages[:5], summary, *self.messages[37:]]
+                _step(self.client, "You are a debugging agent.", self.messages, 1200)
+
+
+@pytest.mark.parametrize("settings", [Settings(model_windows={MODEL: 10_500})])
+@pytest.mark.parametrize("report", [True, False], ids=["reported", "inferred"])
+@pytest.mark.parametrize(("compact_at", "flagged"), [(30, True), (34, False)])
+def test_note_000_incident_shape_flagged_at_30_not_at_34(
+    cap: Capture,
+    instrumented: CompactionInstrumentor,
+    report: bool,
+    compact_at: int,
+    flagged: bool,
+) -> None:
+    """Turns 3 to 18 dropped, 19 on kept verbatim: lossy, whatever the kept tail; flagged at
+    the hypothesize -> patch boundary (turn 30), not once patch has settled (turn 34), with
+    the phases reported as in note 000 and with the phases inferred from the tool calls."""
+    IncidentAgent(compact_at, report=report).run()
+    (compaction,) = _compactions(cap)
+    assert compaction[sc.TURN_INDEX] == compact_at
+    assert compaction[sc.COMPACTION_MODE] == "lossy"
+    assert compaction[sc.TOKENS_RETAINED_TAIL] > 0  # a long verbatim tail, still lossy
+    assert compaction[sc.PRESSURE_TOKEN_FRACTION] >= 0.65
+    assert (compaction.get(sc.FLAG_BOUNDARY) is True) is flagged
+    boundary = [f for f in cap.findings if f.kind is FindingKind.BOUNDARY_COMPACTION]
+    assert [f.turn for f in boundary] == ([compact_at] if flagged else [])
+    if flagged:
+        reason = compaction[sc.FLAG_REASON]
+        assert "hypothesize held until turn" in reason
+        assert "kept" in reason
+        assert "verbatim" in reason
+
+
 CONSTRAINTS = (
     "Constraints: keep the public API stable; no new dependencies; tests must stay green. "
 )
@@ -163,7 +225,16 @@ def test_note_004_summary_of_summary_compactions_are_flagged_as_livelock(
     flagged = [c for c in compactions if c.get(sc.FLAG_LIVELOCK)]
     assert flagged
     assert "cadence accelerating" in flagged[0][sc.FLAG_REASON]
-    assert all(c[sc.CYCLE_RESIDUAL_TOKENS] > 0 for c in compactions[1:])
+    # The re-expansion residual of every cycle longer than one turn (a one-turn cycle grows
+    # by its new content alone: the summary's growth is already in the size after).
+    assert all(
+        c[sc.CYCLE_RESIDUAL_TOKENS] > 0 for c in compactions[1:] if c[sc.CYCLE_INTERVAL_TURNS] > 1
+    )
+    # Late in the run the summaries outgrow what they replace: the next call is larger than
+    # the context before, and those compactions are ineffective.
+    grew = [c for c in compactions if c[sc.TOKENS_AFTER] > c[sc.TOKENS_BEFORE]]
+    assert grew
+    assert all(c.get(sc.FLAG_INEFFECTIVE) for c in grew)
     livelock = [f for f in cap.findings if f.kind is FindingKind.REEXPANSION_LIVELOCK]
     assert livelock[0].turn == flagged[0][sc.TURN_INDEX]
     gauge = cap.metric_points(sc.METRIC_LIVELOCKED.name)
@@ -182,3 +253,5 @@ def test_note_004_lineage_reset_twin_is_not_flagged(
     assert max(intervals) - min(intervals) <= 2
     assert not any(c.get(sc.FLAG_LIVELOCK) for c in compactions)
     assert not [f for f in cap.findings if f.kind is FindingKind.REEXPANSION_LIVELOCK]
+    # Each summary is written from the raw turns, the previous one dropped: a reset each time.
+    assert [c[sc.LINEAGE_GENERATION] for c in compactions] == [0] * len(compactions)

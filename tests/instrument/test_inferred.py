@@ -95,14 +95,14 @@ def test_compaction_span_is_a_child_of_the_first_call_that_sees_it(
 def test_summary_of_summary_continues_the_lineage_with_a_link(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
-    """A second summary that replaced the first one is generation 1, linked to its parent's span."""
+    """A second summary that carries the first one is generation 1, linked to its parent's span."""
     agent = Agent(_client())
     for _ in range(4):
         agent.turn()
     agent.summarize("First summary: the fixture is stale.")
     for _ in range(4):
         agent.turn()
-    agent.summarize("Second summary: first summary said the fixture is stale; patched it.")
+    agent.summarize("First summary: the fixture is stale. Then: patched the fixture loader.")
     agent.turn()
     first, second = cap.spans_named(sc.SPAN_COMPACTION)
     a, b = attrs(first), attrs(second)
@@ -113,14 +113,52 @@ def test_summary_of_summary_continues_the_lineage_with_a_link(
     assert b[sc.CYCLE_INTERVAL_TURNS] == 4
 
 
-def test_long_verbatim_tail_is_extractive(
+def test_a_fresh_summary_that_replaced_the_first_starts_a_new_lineage(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
-    """A summary that keeps at least 8 assistant turns verbatim is an extractive compaction."""
+    """The first summary sat in the region the second compaction replaced, but the second
+    summary was written from the raw turns and carries none of it: generation 0."""
     agent = Agent(_client())
-    for _ in range(12):
+    for _ in range(4):
         agent.turn()
+    agent.summarize("First summary: the fixture is stale.")
+    for _ in range(4):
+        agent.turn()
+    agent.summarize("Patched the loader after reading the failing assertion again.")
+    agent.turn()
+    _, second = cap.spans_named(sc.SPAN_COMPACTION)
+    b = attrs(second)
+    assert b[sc.LINEAGE_GENERATION] == 0
+    assert sc.LINEAGE_PARENT_ID not in b
+    assert not second.links
+
+
+def test_a_long_verbatim_tail_does_not_make_a_lossy_rewrite_extractive(
+    cap: Capture, instrumented: CompactionInstrumentor
+) -> None:
+    """Note 000's incident shape: the early turns (their tool outputs) summarized away, the
+    last nine turns kept verbatim: the evidence was lost, so it is lossy, whatever the tail."""
+    agent = Agent(_client())
+    for turn in range(12):
+        agent.turn(output=f"fixture {turn} stale " + "data " * 80)
     agent.summarize("Summary of the early exploration.", keep=18)
+    agent.turn()
+    (compaction,) = _compactions(cap)
+    assert compaction[sc.COMPACTION_MODE] == "lossy"
+    assert compaction[sc.TOKENS_RETAINED_TAIL] > 0
+
+
+def test_a_rewrite_whose_dropped_content_survives_is_extractive(
+    cap: Capture, instrumented: CompactionInstrumentor
+) -> None:
+    """The removed tool outputs are still in the new context (moved into the summary
+    message verbatim): nothing was lost, so the rewrite is extractive."""
+    agent = Agent(_client())
+    outputs = [f"assertion {n} failed in fixture_{n}.py line {n * 7} " * 12 for n in range(6)]
+    for output in outputs:
+        agent.turn(output=output)
+    # Everything from the first tool result on, kept word for word in one message.
+    agent.summarize("Verbatim record of the earlier tool outputs:\n" + "\n".join(outputs))
     agent.turn()
     (compaction,) = _compactions(cap)
     assert compaction[sc.COMPACTION_MODE] == "extractive"

@@ -56,7 +56,7 @@ def test_each_clearing_is_one_prune_compaction(
     assert {p[sc.COMPACTION_TRIGGER] for p in prunes} == {"clear_tool_uses"}
     assert {p[sc.COMPACTION_SOURCE] for p in prunes} == {"langchain"}
     assert {p[sc.LINEAGE_GENERATION] for p in prunes} == {0}
-    assert all(p[sc.TOKENS_BEFORE] > p[sc.TOKENS_AFTER] for p in prunes)
+    assert all(p[sc.TOKENS_BEFORE] > p[sc.TOKENS_AFTER_REPORTED] for p in prunes)
 
 
 def test_cleared_results_are_not_new_content(

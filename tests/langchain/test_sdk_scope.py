@@ -12,6 +12,7 @@ from langchain_core.outputs import ChatResult
 from pydantic import Field
 
 from otel_compaction import semconv as sc
+from otel_compaction.instrument._spans import emit_settled
 from otel_compaction.instrument.langchain import CompactionCallbackHandler
 from otel_compaction.instrument.langchain._scope import FrameworkCall, current_call
 from otel_compaction.model import TurnObservation
@@ -35,7 +36,9 @@ class _SdkSeen:
         pending = last is not None and last.turn_index > analyzer.turn_index
         self.calls.append((call.conversation_id, call.internal, pending))
         if record and not call.internal:
-            analyzer.observe_turn(TurnObservation(context_tokens=1000))
+            turn = analyzer.observe_turn(TurnObservation(context_tokens=1000))
+            if turn.settled is not None:  # as the SDK layer does: it settles the compaction
+                emit_settled(self.handler.runtime, turn.settled)
             call.mark_observed()
 
 

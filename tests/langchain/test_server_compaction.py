@@ -48,7 +48,7 @@ def test_compaction_block_is_a_server_compaction(
     assert span[sc.COMPACTION_MODE] == "server"
     assert span[sc.COMPACTION_SOURCE] == "langchain"
     assert span[sc.TURN_INDEX] == 1
-    assert span[sc.TOKENS_BEFORE] > span[sc.TOKENS_AFTER]
+    assert span[sc.TOKENS_BEFORE] > span[sc.TOKENS_AFTER_REPORTED]
     assert sc.SUMMARY_FAILED not in span
     chats = _chat(cap)
     assert [c[sc.TURN_INDEX] for c in chats] == [1, 2]
@@ -71,8 +71,8 @@ def test_empty_compaction_block_is_a_failed_compaction(
 def test_compacting_a_compacted_context_continues_the_lineage(
     cap: Capture, handler: CompactionCallbackHandler
 ) -> None:
-    """A second compaction block, over a context that starts at the first one, is its child."""
-    second = "Parser bug fixed in tokenize(); next: run the test suite and update the changelog."
+    """A second compaction block whose summary carries the first one's is its child."""
+    second = SUMMARY + " Then: parser bug fixed in tokenize(); next: run the test suite."
     model = FakeMessagesListChatModel(
         responses=[_compacting(SUMMARY, "patched"), _compacting(second, "tests pass")]
     )

@@ -39,13 +39,13 @@ def test_ids_are_generated_or_taken() -> None:
 
 
 def test_summary_of_summary_chain_counts_generations() -> None:
-    """A compaction whose compacted region holds the previous summary is one generation deeper."""
+    """A compaction whose summary carries the previous summary is one generation deeper."""
     t = LineageTracker("c", Settings())
     records: list[CompactionRecord] = []
     summary = prose(0)
     records.append(t.observe_compaction(obs(summary_text=summary, compacted_texts=(prose(99),))))
     for i in range(1, 5):
-        new_summary = prose(i)
+        new_summary = summary + " " + prose(i)
         records.append(
             t.observe_compaction(
                 obs(summary_text=new_summary, compacted_texts=(WRAP + summary, prose(100 + i)))
@@ -57,11 +57,41 @@ def test_summary_of_summary_chain_counts_generations() -> None:
     assert {r.root_id for r in records} == {records[0].compaction_id}
 
 
+def test_a_fresh_summary_starts_a_new_lineage_though_it_replaced_the_old_one() -> None:
+    """Note 004's remedy: the previous summary sat in the region this compaction replaced,
+    but the new summary was written from raw turns and carries none of it: generation 0."""
+    t = LineageTracker("c", Settings())
+    t.observe_compaction(obs(summary_text=prose(1), compacted_texts=(prose(50),)))
+    fresh = t.observe_compaction(
+        obs(summary_text=prose(2), compacted_texts=(WRAP + prose(1), prose(51)))
+    )
+    assert fresh.generation == 0
+    assert fresh.parent_id is None
+    assert fresh.carried_over_tokens == 0
+
+
+def test_carrying_half_of_the_previous_summary_continues_its_lineage() -> None:
+    """The carry-over measure: at least lineage_carry_over (0.5) of the earlier summary's
+    5-grams in the new one continue it; a third does not."""
+    t = LineageTracker("c", Settings())
+    old = prose(1, 300)
+    first = t.observe_compaction(obs(summary_text=old))
+    words = old.split()
+    half = t.observe_compaction(obs(summary_text=" ".join(words[:180]) + " " + prose(2)))
+    assert half.parent_id == first.compaction_id
+    t2 = LineageTracker("c2", Settings())
+    t2.observe_compaction(obs(summary_text=old))
+    third = t2.observe_compaction(obs(summary_text=" ".join(words[:100]) + " " + prose(3)))
+    assert third.parent_id is None
+
+
 def test_raw_only_compaction_starts_a_new_lineage() -> None:
     """A compaction built from raw turns only is generation 0 and its own root."""
     t = LineageTracker("c", Settings())
     first = t.observe_compaction(obs(summary_text=prose(1), compacted_texts=(prose(50),)))
-    second = t.observe_compaction(obs(summary_text=prose(2), compacted_texts=(WRAP + prose(1),)))
+    second = t.observe_compaction(
+        obs(summary_text=prose(1) + " " + prose(2), compacted_texts=(WRAP + prose(1),))
+    )
     raw = t.observe_compaction(obs(summary_text=prose(3), compacted_texts=(prose(51), prose(52))))
     assert second.generation == 1
     assert second.root_id == first.compaction_id
@@ -217,8 +247,10 @@ def test_cycle_accounting_between_compactions() -> None:
     assert second.cycle is not None
     assert second.cycle.interval_turns == 6
     assert second.cycle.new_content_tokens == 6_000
-    assert second.cycle.net_growth_tokens == 33_000 - 12_000
-    assert second.cycle.residual_tokens == 21_000 - 6_000
+    # The size after the first compaction is its first call's context (15,000), not the
+    # 12,000 its source reported.
+    assert second.cycle.net_growth_tokens == 33_000 - 15_000
+    assert second.cycle.residual_tokens == 18_000 - 6_000
     assert second.cycle.new_content_per_turn == pytest.approx(1_000)
 
 
@@ -248,9 +280,12 @@ def test_memory_is_bounded() -> None:
     """At most max_compactions_per_conversation records and a few sketches are kept."""
     s = Settings(max_compactions_per_conversation=5)
     t = LineageTracker("c", s)
+    summary = ""
     for i in range(40):
         t.observe_turn(i + 1, 1_000, 10)
-        t.observe_compaction(obs(summary_text=prose(i, 3_000)))
+        # each summary carries the last 2,000 words of the one before
+        summary = " ".join([*summary.split()[-2_000:], *prose(i, 1_000).split()])
+        t.observe_compaction(obs(summary_text=summary))
     assert len(t.records) == 5
     assert len(t._known) == SKETCH_MEMORY
     assert all(len(k.sketch.hashes) <= 1024 for k in t._known)

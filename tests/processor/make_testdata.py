@@ -75,9 +75,11 @@ def claude_code_oracle(events: list[tuple[str, dict[str, Any]]]) -> list[Finding
         ts = (BASE_NS + i * TURN_NS) / 1e9
         if name == "api_request":
             tokens = int(attrs["input_tokens"]) + int(attrs["cache_read_tokens"])
-            analyzer.observe_turn(
+            turn = analyzer.observe_turn(
                 TurnObservation(context_tokens=tokens, model=CC_MODEL, timestamp=ts)
             )
+            if turn.settled is not None:  # what the size after the compaction decided
+                found.extend(turn.settled.findings)
         else:
             found.extend(
                 analyzer.observe_compaction(
@@ -89,6 +91,9 @@ def claude_code_oracle(events: list[tuple[str, dict[str, Any]]]) -> list[Finding
                     )
                 ).findings
             )  # fmt: skip
+    finished = analyzer.finish()
+    if finished is not None:
+        found.extend(finished.findings)
     return found
 
 

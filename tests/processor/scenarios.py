@@ -179,10 +179,14 @@ def render(
     )
     context = set_span_in_context(root)
     t = BASE_NS
-    for step in steps:
+    for index, step in enumerate(steps):
         t += TURN_NS
         if isinstance(step, CompactionStep):
-            attrs = _compaction(analyzer, step, len(out.findings), out)
+            # The instrumentation sees a compaction with the first call after it, whose
+            # context (from that call's usage) is the size after.
+            following = steps[index + 1] if index + 1 < len(steps) else None
+            after = following.context_tokens if isinstance(following, TurnStep) else None
+            attrs = _compaction(analyzer, step, after, out)
             name_ = sc.SPAN_COMPACTION
             kind = SpanKind.INTERNAL
         else:
@@ -197,7 +201,7 @@ def render(
 
 
 def _compaction(
-    analyzer: ConversationAnalyzer, step: CompactionStep, _n: int, out: Rendered
+    analyzer: ConversationAnalyzer, step: CompactionStep, after: int | None, out: Rendered
 ) -> dict[str, AttributeValue]:
     if step.report is not None:
         analyzer.report_phase(step.report)
@@ -213,6 +217,7 @@ def _compaction(
             parent_id=parent,
             continues_lineage=step.continues,
             compaction_id=f"{analyzer.conversation_id}-c{index}",
+            context_after=after,
         )
     )
     out.findings.extend(analysis.findings)

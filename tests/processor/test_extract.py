@@ -76,7 +76,8 @@ def test_a_compaction_span_keeps_the_agents_lineage_facts() -> None:
     obs = item.compaction
     assert obs.source is CompactionSource.ANTHROPIC
     assert (obs.compaction_id, obs.parent_id, obs.continues_lineage) == ("k2", "k1", True)
-    assert (obs.tokens_before, obs.tokens_after, obs.failed) == (150_000, 30_000, True)
+    # The agent's size after is the first call's context: the processor's too.
+    assert (obs.tokens_before, obs.context_after, obs.failed) == (150_000, 30_000, True)
 
 
 def test_a_reported_phase_carries_its_distribution() -> None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from otel_compaction.analyzer import ConversationRegistry
+from otel_compaction.config import Settings
 from otel_compaction.semconv import CompactionMode, CompactionSource
 from otel_compaction.transcripts import (
     CompactionEvent,
     ConversationInfo,
     Diagnostics,
     Event,
+    Replayer,
     TurnEvent,
 )
 from otel_compaction.transcripts.claude_code import read_claude_code
@@ -133,12 +136,22 @@ def test_no_compaction_file_gives_turns_only() -> None:
 
 def test_summary_containing_the_previous_one_continues_the_lineage() -> None:
     """Nested summaries continue the lineage; summaries rebuilt from raw turns do not."""
-    nested, _ = _read(TESTDATA / "claude_livelock.jsonl")
-    fresh, _ = _read(TESTDATA / "claude_reset.jsonl")
-    nested_flags = [e.observation.continues_lineage for e in _compactions(nested, NESTED)]
-    fresh_flags = [e.observation.continues_lineage for e in _compactions(fresh, FRESH)]
-    assert nested_flags == [None] + [True] * 10
-    assert fresh_flags == [None] + [False] * 4
+    nested = _generations(TESTDATA / "claude_livelock.jsonl", NESTED)
+    fresh = _generations(TESTDATA / "claude_reset.jsonl", FRESH)
+    assert nested == list(range(11))
+    assert fresh == [0] * 5
+
+
+def _generations(path: Path, conversation_id: str) -> list[int]:
+    """The lineage generation the engine gives each compaction of the transcript."""
+    events, _ = _read(path)
+    replayer = Replayer(ConversationRegistry(Settings()))
+    steps = [replayer.feed(e) for e in events]
+    return [
+        s.compaction.record.generation
+        for s in steps
+        if s.compaction is not None and s.compaction.record.conversation_id == conversation_id
+    ]
 
 
 def test_summary_record_without_a_boundary_is_still_a_compaction(tmp_path: Path) -> None:

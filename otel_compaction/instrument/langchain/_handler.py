@@ -69,6 +69,8 @@ class CompactionCallbackHandler(BaseCallbackHandler):
         super().__init__()
         self._registry = runtime.registry
         self._telemetry = LangChainTelemetry(runtime)
+        self.runtime = runtime
+        """The runtime whose spans and metrics this handler records through."""
         self._runs = RunTable(ambient)
         self._states = ConversationStates(runtime.settings.max_conversations)
         self._lock = threading.RLock()
@@ -187,6 +189,8 @@ class CompactionCallbackHandler(BaseCallbackHandler):
             state=state,
         )  # fmt: skip
         analysis = self._registry.get(conv.id).observe_turn(observation)
+        if analysis.settled is not None:
+            self._telemetry.settled(analysis.settled)
         state.summarizer_texts.clear()
         usage = response.usage_metadata if response is not None else None
         call = ChatCall(

@@ -20,7 +20,7 @@ from otel_compaction.emit.attributes import transition_event_attributes, turn_at
 from otel_compaction.emit.metrics import CompactionMetrics
 from otel_compaction.instrument._runtime import Runtime
 from otel_compaction.instrument._scope import ConversationRef
-from otel_compaction.instrument._spans import emit_compaction
+from otel_compaction.instrument._spans import emit_compaction, emit_settled
 from otel_compaction.model import CompactionAnalysis, TurnAnalysis, TurnObservation
 
 
@@ -58,6 +58,10 @@ class LangChainTelemetry:
     ) -> None:
         """Emit the ``compaction`` span of ``analysis`` and record its metrics."""
         emit_compaction(self._runtime, analysis, summary=summary_text, start_ns=start_ns)
+
+    def settled(self, settled: CompactionAnalysis) -> None:
+        """Emit what a later call's settlement of a compaction added (late findings)."""
+        emit_settled(self._runtime, settled)
 
     def turn(
         self,
