@@ -11,7 +11,7 @@ default settings or ``--set name=value`` overrides:
 ``--sweep`` reruns the veto share over a grid of the hold settings, the
 calibration behind their defaults (``docs/signals.md``). Run from the repository root::
 
-    .venv/bin/python benchmarks/phase_calibration.py ../shared/data/real-sessions/*.jsonl \\
+    .venv/bin/python benchmarks/phase_calibration.py tests/data/calibration-set/*.jsonl \\
         tests/data/real-sessions/*.jsonl
 """
 
