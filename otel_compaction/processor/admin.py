@@ -1,8 +1,10 @@
 """The admin endpoint: ``/metrics`` (Prometheus text), ``/healthz`` and ``/readyz``.
 
-``/healthz`` answers 200 while the process serves at all (liveness);
-``/readyz`` answers 200 once the receivers listen and until draining starts,
-503 otherwise (readiness: take the replica out of the Collector's resolver).
+``/healthz`` answers 200 while the process serves at all (liveness), 503 when
+the status says ``stuck`` (a batch held far past its reorder window: the
+queue behind it cannot move); ``/readyz`` answers 200 once the receivers
+listen and until draining starts, 503 otherwise or when stuck (readiness: take
+the replica out of the Collector's resolver).
 Both return a small JSON document with the queue and state sizes.
 """
 
@@ -42,10 +44,12 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/metrics":
             self._send(200, CONTENT_TYPE_LATEST, admin.exposition())
         elif path in ("/healthz", "/livez"):
-            self._send(200, "application/json", json.dumps(admin.status()).encode())
+            status = admin.status()
+            code = 503 if status.get("stuck") else 200
+            self._send(code, "application/json", json.dumps(status).encode())
         elif path == "/readyz":
             status = admin.status()
-            code = 200 if admin.ready.is_set() else 503
+            code = 200 if admin.ready.is_set() and not status.get("stuck") else 503
             status["ready"] = code == 200
             self._send(code, "application/json", json.dumps(status).encode())
         else:

@@ -8,13 +8,16 @@ from typing import Any
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.util.types import AttributeValue
 
+from otel_compaction.processor.values import INT64_MAX, INT64_MIN
+
 
 def any_value(value: object) -> AnyValue:
-    """An OTLP ``AnyValue`` from an OTel attribute value."""
+    """An OTLP ``AnyValue`` from an OTel attribute value (ints clamped to int64)."""
     if isinstance(value, bool):
         return AnyValue(bool_value=value)
     if isinstance(value, int):
-        return AnyValue(int_value=value)
+        # Clamped to int64: protobuf refuses a bigger int (and raises in the pipeline).
+        return AnyValue(int_value=min(max(value, INT64_MIN), INT64_MAX))
     if isinstance(value, float):
         return AnyValue(double_value=value)
     if isinstance(value, str):
@@ -38,11 +41,12 @@ def replace_attributes(
     Keys being set are removed too, so no key appears twice. Returns whether
     anything changed (something removed or set).
     """
+    added = key_values(attributes)  # built first: a failure leaves the target as it was
     drop = set(remove) | set(attributes)
     kept = [kv for kv in target.attributes if kv.key not in drop]
     removed = len(kept) != len(target.attributes)
     if removed:
         del target.attributes[:]
         target.attributes.extend(kept)
-    target.attributes.extend(key_values(attributes))
+    target.attributes.extend(added)
     return removed or bool(attributes)

@@ -13,6 +13,13 @@ In enrich mode a request is written ahead as it was received, and most
 requests leave as they came: only one in which the processor changed a span's
 flags is written again, with just those spans re-encoded
 (``spanview.splice_spans``).
+
+Nothing one request holds can stop the forwarding: an item the processor
+fails on (reading it, analysing it, writing its flags) is logged, counted as
+``analysis_error`` and passes through without a verdict; a batch whose output
+cannot be built leaves as it was received. Only a queue that cannot be written
+(a full disk) holds a batch back, and then it is retried every tick and
+``oldest_batch_seconds`` (``/healthz``) says how long it has waited.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from otel_compaction.model import CompactionAnalysis, Finding
 from otel_compaction.processor.config import ProcessorConfig
-from otel_compaction.processor.decode import Signal, item_count, parse_protobuf
+from otel_compaction.processor.decode import DecodeError, Signal, item_count, parse_protobuf
 from otel_compaction.processor.enrich import write_flags
 from otel_compaction.processor.extract import Item, logs_to_items, span_items
 from otel_compaction.processor.queue import PersistentQueue, QueueFull
@@ -47,6 +54,8 @@ logger = logging.getLogger(__name__)
 EXPIRE_EVERY_SECONDS = 1.0
 MAX_UNSETTLED = 4096
 """Compactions whose span location is kept until a later turn settles them."""
+STUCK_AFTER_SECONDS = 60.0
+"""A batch held this long past its reorder window makes ``/healthz`` report a stuck queue."""
 
 
 class Overloaded(Exception):
@@ -71,6 +80,7 @@ class Batch:
     request: Any
     items: int
     remaining: int
+    accepted: float = 0.0
     changed: list[Item] = field(default_factory=list)
 
 
@@ -115,6 +125,7 @@ class Pipeline:
         self._retry_after = max(1, round(config.processing.reorder_window_seconds + 0.5))
         # Where recent compactions were seen, for the findings their settlement adds.
         self._compaction_spans: OrderedDict[str, tuple[bytes, bytes, int]] = OrderedDict()
+        self._release_failing = False
 
     # ----------------------------------------------------------------- input
 
@@ -130,16 +141,28 @@ class Pipeline:
         queue = self.queue if self.enrich else None
         if queue is not None and data is None:
             data = request.SerializeToString()
-        items = self._extract(signal, request, data)
+        items = self._extract_or_none(signal, request, data, count)
         with self._lock:
             self._admit(len(items), len(data) if queue is not None and data is not None else 0)
             if queue is not None and data is not None:
                 seq = queue.put(signal, data, count, ready=False)
-                self._track(Batch(seq, signal, request, count, len(items)), items)
+                batch = Batch(seq, signal, request, count, len(items), self._clock())
+                self._track(batch, items)
             self.state.offer(items)
         if self.metrics is not None:
             self.metrics.received(signal, transport, count)
         return count
+
+    def _extract_or_none(
+        self, signal: Signal, request: Any, data: bytes | None, count: int
+    ) -> list[Item]:
+        """``_extract``, or no items when reading the request fails (it passes through)."""
+        try:
+            return self._extract(signal, request, data)
+        except Exception:  # one request must not stop the receiver; logged and counted
+            logger.exception("cannot read the engine inputs of a %s request", signal.spec.name)
+            self._count_failed(signal, count)
+            return []
 
     def _extract(self, signal: Signal, request: Any, data: bytes | None = None) -> list[Item]:
         """The request's engine inputs; ``data`` is the request serialised, if at hand."""
@@ -175,10 +198,17 @@ class Pipeline:
             return 0
         entries = self.queue.raw_entries()
         for entry, data in entries:
-            request = parse_protobuf(entry.signal, data)
-            items = self._extract(entry.signal, request, data)
+            try:
+                request = parse_protobuf(entry.signal, data)
+            except DecodeError as exc:  # a damaged file must not fail every start
+                logger.error("queued batch %d is unreadable (%s); forwarded as is", entry.seq, exc)
+                self._count_failed(entry.signal, entry.items)
+                self.queue.complete(entry.seq, None, entry.items)
+                continue
+            items = self._extract_or_none(entry.signal, request, data, entry.items)
+            batch = Batch(entry.seq, entry.signal, request, entry.items, len(items), self._clock())
             with self._lock:
-                self._track(Batch(entry.seq, entry.signal, request, entry.items, len(items)), items)
+                self._track(batch, items)
                 self.state.offer(items)
         return len(entries)
 
@@ -203,7 +233,7 @@ class Pipeline:
     def _process(self, groups: list[tuple[str, list[Item]]]) -> int:
         if not groups and not self._batches:
             return 0
-        applied = self.state.apply(groups)
+        applied = self._apply(groups)
         findings: list[FindingContext] = []
         late: list[FindingContext] = []
         quiet = self.metrics is None
@@ -212,7 +242,12 @@ class Pipeline:
                 self._settled(result.turn.settled, result.item, late)
             if quiet and result.compaction is None:
                 continue  # a turn: nothing to record without metrics
-            self._record(result, findings)
+            try:
+                self._record(result, findings)
+            except Exception:  # the item passes through without a verdict
+                logger.exception("cannot record the analysis of a span of %s",
+                                 result.item.conversation_id)  # fmt: skip
+                self._skipped(result.item, ProcessorReason.ANALYSIS_ERROR)
         if findings and not self.enrich:
             self._emit_findings(findings)
         if late:
@@ -221,6 +256,16 @@ class Pipeline:
         if self._batches:
             self._release(groups)
         return len(applied)
+
+    def _apply(self, groups: list[tuple[str, list[Item]]]) -> list[Applied]:
+        try:
+            return self.state.apply(groups)
+        except Exception:  # the engine catches its own errors per item; this is a last guard
+            logger.exception("cannot apply %d conversations", len(groups))
+            for _, items in groups:
+                for item in items:
+                    self._skipped(item, ProcessorReason.ANALYSIS_ERROR)
+            return []
 
     def _record(self, result: Applied, findings: list[FindingContext]) -> None:
         item = result.item
@@ -269,13 +314,16 @@ class Pipeline:
     def _emit_findings(self, findings: list[FindingContext]) -> None:
         if self.queue is None:
             return
-        request = findings_request(findings, self.config.output.service_name)
         try:
+            request = findings_request(findings, self.config.output.service_name)
             self.queue.put(Signal.TRACES, request.SerializeToString(), len(findings), ready=True)
         except QueueFull:
             logger.error("forwarding queue full: %d finding spans dropped", len(findings))
             if self.metrics is not None:
                 self.metrics.dropped(ProcessorReason.QUEUE_FULL, len(findings))
+        except Exception:  # a disk error or a bug: the findings are lost, the pipeline goes on
+            logger.exception("cannot queue %d finding spans", len(findings))
+            self._count_failed(Signal.TRACES, len(findings))
 
     def _release(self, groups: list[tuple[str, list[Item]]]) -> None:
         """Hand processed requests to the queue, oldest first (keeps per-conversation order)."""
@@ -285,13 +333,50 @@ class Pipeline:
                 if batch is not None:
                     batch.remaining -= 1
         while self._batches and self._batches[0].remaining <= 0:
-            batch = self._batches.popleft()
-            assert self.queue is not None
-            self.queue.complete(batch.seq, _output(batch, self.queue), batch.items)
+            if not self._complete(self._batches[0]):
+                break  # the queue cannot be written: the head stays and is retried next tick
+            self._batches.popleft()
+
+    def _complete(self, batch: Batch) -> bool:
+        """Hand one processed batch to the queue; False when the queue cannot take it now."""
+        queue = self.queue
+        assert queue is not None
+        try:
+            output = _output(batch, queue)
+        except Exception:  # the batch leaves as it was received
+            logger.exception("cannot write the flags of batch %d; forwarded as received", batch.seq)
+            self._count_failed(batch.signal, len(batch.changed))
+            output = None
+        try:
+            queue.complete(batch.seq, output, batch.items)
+        except OSError as exc:
+            if not self._release_failing:
+                logger.error("cannot release batch %d to the queue (%s); retrying", batch.seq, exc)
+            self._release_failing = True
+            return False
+        self._release_failing = False
+        return True
+
+    def oldest_batch_seconds(self) -> float:
+        """How long the oldest batch not yet released has been held (0: none is held)."""
+        try:
+            oldest = self._batches[0]
+        except IndexError:
+            return 0.0
+        return max(self._clock() - oldest.accepted, 0.0)
+
+    def stuck(self) -> bool:
+        """Whether a batch has been held past its reorder window plus ``STUCK_AFTER_SECONDS``."""
+        window = self.config.processing.reorder_window_seconds
+        return self.oldest_batch_seconds() > window + STUCK_AFTER_SECONDS
 
     def _skipped(self, item: Item, reason: ProcessorReason) -> None:
         if self.metrics is not None:
             self.metrics.rejected(item.signal, reason, 1)
+
+    def _count_failed(self, signal: Signal, count: int) -> None:
+        if self.metrics is not None and count:
+            self.metrics.rejected(signal, ProcessorReason.ANALYSIS_ERROR, count)
 
     # ----------------------------------------------------------------- thread
 

@@ -175,6 +175,8 @@ class ProcessorService:
             "queue_batches": len(self),
             "queue_bytes": self.queue.size_bytes if self.queue is not None else 0,
             "last_forward_error": self.forwarder.last_error if self.forwarder else None,
+            "oldest_batch_seconds": round(self.pipeline.oldest_batch_seconds(), 3),
+            "stuck": self.pipeline.stuck(),
         }
 
     def _forwarded(self, entry: Entry, result: SendResult) -> None:

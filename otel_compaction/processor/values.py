@@ -22,6 +22,7 @@ The bytes come from a request a real parse has accepted, so they are well formed
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -37,6 +38,8 @@ _ELEMENT = 0x0A  # ArrayValue.values: field 1, length-delimited
 _SHARED_MAX = 1024  # entries of each table of shared values
 _SHARED_KEY_MAX = 512  # bytes: longer encodings are decoded every time
 _MISSING: Any = object()
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+"""The range of an OTLP ``int_value``."""
 
 
 def any_value(value: Any) -> AttrValue:
@@ -251,19 +254,41 @@ def is_number(value: Any) -> bool:
 
 
 def as_int(value: AttrValue) -> int | None:
-    """An int from an int, a whole-ish double or a numeric string; else None."""
+    """An int from an int, a whole-ish double or a numeric string; else None.
+
+    A number OTLP's int64 cannot hold (``"1e30"``, a huge double, infinity) is no
+    number either: it could never be written back on a span, and no size is that big.
+    """
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value == value and abs(value) < 2**62:
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(float(value.strip()))
-        except (ValueError, OverflowError):
+        number = value
+    elif isinstance(value, float):
+        if not math.isfinite(value):
             return None
-    return None
+        number = int(value)
+    elif isinstance(value, str):
+        number_or_none = _parse_int(value)
+        if number_or_none is None:
+            return None
+        number = number_or_none
+    else:
+        return None
+    return number if INT64_MIN <= number <= INT64_MAX else None
+
+
+def _parse_int(text: str) -> int | None:
+    """A numeric string as an int: exact for integers, truncated for decimals."""
+    text = text.strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return int(number) if math.isfinite(number) else None
 
 
 def as_ints(value: AttrValue) -> tuple[int, ...]:

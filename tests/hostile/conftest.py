@@ -1,0 +1,7 @@
+"""Fixtures of the hostile-input suite, shared with the suites of the parts it attacks."""
+
+from __future__ import annotations
+
+from tests.processor.conftest import pipeline_factory
+
+__all__ = ["pipeline_factory"]
