@@ -430,6 +430,13 @@ METRIC_PROCESSOR_FORWARDED: Final = MetricSpec(
     "Items forwarded downstream (enrich mode) or emitted (findings, tap mode).",
     ("compaction.processor.signal",),
 )
+METRIC_PROCESSOR_SHED: Final = MetricSpec(
+    "compaction.processor.connections.shed",
+    "counter",
+    "{connection}",
+    "HTTP connections the processor closed or refused to protect the others, by reason.",
+    ("compaction.processor.reason",),
+)
 METRIC_PROCESSOR_QUEUE: Final = MetricSpec(
     "compaction.processor.queue.size",
     "gauge",
@@ -459,7 +466,10 @@ class ProcessorReason(StrEnum):
     LATE = "late"  # arrived after its conversation had moved past its turn
     QUEUE_FULL = "queue_full"  # a finding could not be queued for forwarding
     DOWNSTREAM_REJECTED = "downstream_rejected"  # the next hop refused it for good
-    ANALYSIS_ERROR = "analysis_error"  # the engine raised on this item (logged)
+    ANALYSIS_ERROR = "analysis_error"  # the processor failed on it (logged); passed on as is
+    REQUEST_TIMEOUT = "request_timeout"  # 408: not received within the request deadline
+    PEER_CONNECTIONS = "peer_connections"  # 503: the peer holds max_connections_per_peer
+    CONNECTIONS = "connections"  # 503: the receiver holds max_connections
 
 
 ALL_METRICS: Final = (
@@ -482,6 +492,7 @@ ALL_METRICS: Final = (
     METRIC_PROCESSOR_REJECTED,
     METRIC_PROCESSOR_DROPPED,
     METRIC_PROCESSOR_FORWARDED,
+    METRIC_PROCESSOR_SHED,
     METRIC_PROCESSOR_QUEUE,
 )
 

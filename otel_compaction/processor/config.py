@@ -74,6 +74,11 @@ class ReceiversConfig(_Section):
         description="body limit, compressed or not",
     )
     max_concurrent_requests: int = Field(default=16, ge=1, le=1024)
+    request_timeout_seconds: float = Field(
+        default=30.0, gt=0.0, le=3600.0, description="HTTP: headers and body must arrive within"
+    )
+    max_connections: int = Field(default=128, ge=1, description="HTTP: open connections in all")
+    max_connections_per_peer: int = Field(default=32, ge=1, description="HTTP: per client IP")
     auth: AuthConfig = AuthConfig()
     tls: TLSConfig | None = None
 

@@ -3,7 +3,8 @@
 Everything a receiver needs to turn a request body into an
 ``Export*ServiceRequest`` and a result into a response body:
 
-* ``decompress`` bounds gzip output (a 1 KiB bomb cannot grow past the limit);
+* ``decompress`` reads every gzip member and bounds their output together (a
+  1 KiB bomb cannot grow past the limit);
 * ``decode_request`` parses protobuf or OTLP/JSON, where trace and span ids
   are hex strings (protobuf's own JSON mapping would read them as base64);
   ``decode_body`` also returns the protobuf bytes, which the pipeline writes
@@ -109,23 +110,44 @@ def media_type(content_type: str | None) -> str:
 
 
 def decompress(body: bytes, encoding: str | None, limit: int) -> bytes:
-    """Undo ``Content-Encoding`` (``gzip`` or none), never producing more than ``limit`` bytes."""
+    """Undo ``Content-Encoding`` (``gzip`` or none), never producing more than ``limit`` bytes.
+
+    A gzip body may hold several members (``cat a.gz b.gz``): all are read, as
+    ``gzip -d`` does, and ``limit`` bounds them together. Bytes after the last
+    member (or after a deflate stream) that are no further member are refused.
+    """
     enc = (encoding or "identity").strip().lower()
     if enc in ("", "identity"):
         return body
     if enc not in ("gzip", "x-gzip", "deflate"):
         raise DecodeError(415, f"unsupported Content-Encoding {encoding!r}: use gzip or none")
-    wbits = 16 + zlib.MAX_WBITS if enc != "deflate" else zlib.MAX_WBITS
-    inflater = zlib.decompressobj(wbits)
+    gzipped = enc != "deflate"
+    wbits = 16 + zlib.MAX_WBITS if gzipped else zlib.MAX_WBITS
+    out = bytearray()
+    rest = body
+    while True:
+        rest = _inflate_member(rest, zlib.decompressobj(wbits), out, enc, limit)
+        if not rest:
+            return bytes(out)
+        if not gzipped or not rest.startswith(_GZIP_MAGIC):
+            raise DecodeError(400, f"{len(rest)} bytes after the {enc} stream are not {enc}")
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _inflate_member(data: bytes, inflater: Any, out: bytearray, enc: str, limit: int) -> bytes:
+    """Inflate one member of ``data`` onto ``out``; return the bytes after it."""
     try:
-        out = inflater.decompress(body, limit + 1)
+        out += inflater.decompress(data, limit + 1 - len(out))
     except zlib.error as exc:
         raise DecodeError(400, f"body is not valid {enc}: {exc}") from None
     if len(out) > limit:
         raise DecodeError(413, f"decompressed body exceeds the limit of {limit} bytes")
     if not inflater.eof:
         raise DecodeError(400, f"{enc} body is truncated")
-    return out
+    rest: bytes = inflater.unused_data
+    return rest
 
 
 def decode_request(

@@ -6,14 +6,18 @@ deserialization error. Back-pressure is ``RESOURCE_EXHAUSTED`` with a
 ``google.rpc.RetryInfo`` in the trailers (both the ``grpc-status-details-bin``
 status and the ``google.rpc.retryinfo-bin`` key the OTel SDK exporters read),
 which OTLP clients treat as "retry later". gRPC applies the size limit itself
-(``grpc.max_receive_message_length``, checked after decompression).
+(``grpc.max_receive_message_length``, checked after decompression) and answers
+``RESOURCE_EXHAUSTED`` without handing the message over; ``Export`` is served
+as a client-streaming method (the same frames on the wire as a unary call) so
+that such a call still reaches the handler, with no message, and is counted
+as ``too_large``.
 """
 
 from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from typing import Any
 
@@ -75,13 +79,21 @@ class GrpcReceiver:
             raise OSError(f"cannot listen for OTLP/gRPC on {endpoint}")
 
     def _handlers(self, signal: Signal) -> grpc.GenericRpcHandler:
-        handler = grpc.unary_unary_rpc_method_handler(
+        handler = grpc.stream_unary_rpc_method_handler(
             self._export(signal), request_deserializer=None, response_serializer=None
         )
         return grpc.method_handlers_generic_handler(signal.spec.service, {"Export": handler})
 
-    def _export(self, signal: Signal) -> Callable[[bytes, Any], bytes]:
-        def export(data: bytes, context: Any) -> bytes:
+    def _export(self, signal: Signal) -> Callable[[Iterator[bytes], Any], bytes]:
+        def export(messages: Iterator[bytes], context: Any) -> bytes:
+            data = _first(messages)
+            if data is None:
+                # gRPC refused the message (over max_receive_message_length) and has
+                # answered RESOURCE_EXHAUSTED itself; a unary client makes no call
+                # without a message.
+                self._reject(signal, ProcessorReason.TOO_LARGE)
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "no request message")
+                return b""  # not reached: abort raises
             return self._handle(signal, data, context)
 
         return export
@@ -124,6 +136,14 @@ class GrpcReceiver:
     def stop(self, grace: float) -> None:
         """Stop accepting; let in-flight calls finish for up to ``grace`` seconds."""
         self._server.stop(grace).wait(grace + 1.0)
+
+
+def _first(messages: Iterator[bytes]) -> bytes | None:
+    """The call's one request message; None when gRPC did not hand one over."""
+    try:
+        return next(messages, None)
+    except grpc.RpcError:  # the call ended before a message arrived (refused as too large)
+        return None
 
 
 def retry_trailers(message: str, retry_after: int) -> tuple[tuple[str, bytes], ...]:

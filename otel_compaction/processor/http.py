@@ -2,14 +2,21 @@
 
 Protobuf or JSON bodies, optionally gzip, answered as the OTLP specification
 says: 200 with an ``Export*ServiceResponse`` in the request's encoding; 400
-with a ``google.rpc.Status`` naming what is wrong; 401 without the bearer
-token; 404/405 for other paths and methods; 411 without a length; 413 over the
-size limit (compressed or decompressed); 415 for other media types or
-encodings; 429 with ``Retry-After`` when the pipeline is full; 503 with
-``Retry-After`` when every handler slot is busy.
+with a ``google.rpc.Status`` naming what is wrong (also for ambiguous framing:
+``Content-Length`` with ``Transfer-Encoding``, or two lengths); 401 without the
+bearer token; 404/405 for other paths and methods; 408 for a request not
+received within its deadline; 411 without a length; 413 over the size limit
+(compressed or decompressed; the refused body is read and discarded first, up
+to ``MAX_DRAIN_BYTES``, so the client reads the answer); 415 for other media
+types or encodings; 429 with ``Retry-After`` when the pipeline is full; 503
+with ``Retry-After`` when every processing slot is busy or the client holds
+too many connections.
 
-Built on the standard library's ``ThreadingHTTPServer`` (HTTP/1.1 keep-alive):
-the receiver needs no framework, and the parsing cost is protobuf's, not ours.
+A body is read whole before the request takes one of the processing slots, so
+a slow sender holds only its own connection
+(:mod:`~otel_compaction.processor.connections` bounds those). Built on the
+standard library's ``ThreadingHTTPServer`` (HTTP/1.1 keep-alive): the receiver
+needs no framework, and the parsing cost is protobuf's, not ours.
 """
 
 from __future__ import annotations
@@ -19,9 +26,9 @@ import logging
 import ssl
 import threading
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from otel_compaction.processor.connections import DeadlineHandler, LimitedHTTPServer
 from otel_compaction.processor.decode import (
     JSON,
     PROTOBUF,
@@ -49,22 +56,33 @@ _REASON_BY_STATUS = {
     503: ProcessorReason.OVERLOADED,
 }
 # google.rpc.Code values for the Status body of each HTTP error.
-_RPC_CODE = {400: 3, 401: 16, 404: 5, 405: 12, 411: 3, 413: 8, 415: 3, 429: 8, 503: 14}
+_RPC_CODE = {
+    400: 3, 401: 16, 404: 5, 405: 12, 408: 4, 411: 3, 413: 8, 415: 3, 429: 8, 503: 14,
+}  # fmt: skip
+_CHUNK = 65536
+MAX_DRAIN_BYTES = 64 << 20
+"""A refused body up to this size is read and discarded before the answer (else: close)."""
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
+def content_length(headers: Any) -> int | DecodeError:
+    """The body's length from the headers, or the error to answer (framing we refuse)."""
+    lengths = headers.get_all("Content-Length") or []
+    if headers.get("Transfer-Encoding") is not None:
+        if lengths:  # both framings: a proxy in front may read another body (smuggling)
+            return DecodeError(400, "Content-Length and Transfer-Encoding together are refused")
+        return DecodeError(411, "a Content-Length header is required (no chunked bodies)")
+    if not lengths:
+        return DecodeError(411, "a Content-Length header is required")
+    if len(lengths) > 1:
+        return DecodeError(400, "more than one Content-Length header")
+    text = lengths[0].strip()
+    if not (text.isascii() and text.isdigit()):
+        return DecodeError(400, f"Content-Length must be a number of bytes, got {text[:20]!r}")
+    return int(text)
 
-    def __init__(self, address: tuple[str, int], receiver: HttpReceiver) -> None:
-        self.receiver = receiver
-        super().__init__(address, _Handler)
 
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _Handler(DeadlineHandler):
     server_version = "otel-compaction"
-    timeout = 30  # a client that stops sending mid-body does not hold a thread forever
     server: _Server
 
     def do_POST(self) -> None:
@@ -75,12 +93,22 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_PUT = do_DELETE = do_PATCH = _refuse_method
 
+    def timed_out(self) -> None:
+        self.server.receiver.timed_out(self)
+
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("%s " + format, self.address_string(), *args)
 
 
+class _Server(LimitedHTTPServer):
+    def __init__(self, address: tuple[str, int], receiver: HttpReceiver, **limits: Any) -> None:
+        self.receiver = receiver
+        super().__init__(address, _Handler, **limits)
+
+
 class HttpReceiver:
-    """An OTLP/HTTP server feeding a pipeline (arguments as for ``GrpcReceiver``)."""
+    """An OTLP/HTTP server feeding a pipeline (arguments as for ``GrpcReceiver``, and the
+    connection bounds of :mod:`~otel_compaction.processor.connections`)."""
 
     def __init__(
         self,
@@ -90,6 +118,9 @@ class HttpReceiver:
         *,
         max_request_bytes: int,
         max_concurrent: int = 16,
+        request_timeout: float = 30.0,
+        max_connections: int = 128,
+        max_connections_per_peer: int = 32,
         token: str | None = None,
         tls: ssl.SSLContext | None = None,
         metrics: ProcessorMetrics | None = None,
@@ -99,9 +130,16 @@ class HttpReceiver:
         self._token = token
         self._metrics = metrics
         self._slots = threading.BoundedSemaphore(max_concurrent)
-        self._server = _Server((host, port), self)
+        self._server = _Server(
+            (host, port), self, request_timeout=request_timeout,
+            max_connections=max_connections, max_per_peer=max_connections_per_peer,
+            on_shed=self._shed,
+        )  # fmt: skip
         if tls is not None:
-            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+            # The handshake happens in the connection's thread, within the request deadline.
+            self._server.socket = tls.wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False
+            )
         self.port: int = self._server.server_address[1]
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="otlp-http", daemon=True
@@ -117,33 +155,45 @@ class HttpReceiver:
         self._server.server_close()
         self._thread.join(5.0)
 
+    def connections(self) -> int:
+        """Connections open now."""
+        return self._server.connections()
+
     # -------------------------------------------------------------- requests
 
     def handle(self, req: _Handler) -> None:
-        """Answer one POST."""
+        """Answer one POST: framing and auth first, the whole body read, then a slot."""
         signal = Signal.from_path(req.path.split("?", 1)[0])
         kind = JSON if media_type(req.headers.get("Content-Type")) == JSON else PROTOBUF
+        size = content_length(req.headers)
+        if isinstance(size, DecodeError):
+            req.close_connection = True  # where this body ends is unknown: nothing more is read
+            self._fail(req, signal, size.status, kind, size.reason)
+            return
         if signal is None:
-            self._discard_body(req)
+            self._drain(req, size)
             self.reply_error(req, 404, kind, f"no OTLP endpoint at {req.path}")
             return
+        if not self._authorized(req.headers.get("Authorization")):
+            self._drain(req, size)
+            self._fail(req, signal, 401, kind, "missing or wrong bearer token")
+            return
+        if size > self._limit:
+            self._drain(req, size)
+            self._fail(req, signal, 413, kind, f"body of {size} bytes exceeds {self._limit}")
+            return
+        body = self._read_body(req, size)
+        if body is None:
+            return
         if not self._slots.acquire(blocking=False):
-            self._discard_body(req)
             self._fail(req, signal, 503, kind, "too many concurrent requests", retry_after=1)
             return
         try:
-            self._handle(req, signal, kind)
+            self._process(req, signal, kind, body)
         finally:
             self._slots.release()
 
-    def _handle(self, req: _Handler, signal: Signal, kind: str) -> None:
-        if not self._authorized(req.headers.get("Authorization")):
-            self._discard_body(req)
-            self._fail(req, signal, 401, kind, "missing or wrong bearer token")
-            return
-        body = self._read_body(req, signal, kind)
-        if body is None:
-            return
+    def _process(self, req: _Handler, signal: Signal, kind: str, body: bytes) -> None:
         try:
             request, data = decode_body(
                 signal, body, req.headers.get("Content-Type"),
@@ -158,22 +208,47 @@ class HttpReceiver:
             return
         self._send(req, 200, kind, encode_response(signal, kind))
 
-    def _read_body(self, req: _Handler, signal: Signal, kind: str) -> bytes | None:
-        length = req.headers.get("Content-Length")
-        if length is None or not length.strip().isdigit():
-            req.close_connection = True
-            self._fail(req, signal, 411, kind, "a Content-Length header is required")
-            return None
-        size = int(length)
-        if size > self._limit:
-            req.close_connection = True  # do not read a body we refuse
-            self._fail(req, signal, 413, kind, f"body of {size} bytes exceeds {self._limit}")
-            return None
+    def _read_body(self, req: _Handler, size: int, keep: bool = True) -> bytes | None:
+        """The body, read as it arrives (a slow one holds what it sent, not what it
+        announced); None when it did not arrive whole (the connection is closed)."""
+        chunks = []
+        left = size
         try:
-            return req.rfile.read(size)
-        except OSError:
+            while left:
+                chunk = req.rfile.read(min(left, _CHUNK))
+                if not chunk:
+                    break
+                if keep:
+                    chunks.append(chunk)
+                left -= len(chunk)
+        except OSError:  # the deadline passed (the handler answers 408) or a reset
+            left = -1
+        if left:
             req.close_connection = True
             return None
+        req.body_received()
+        return b"".join(chunks)
+
+    def _drain(self, req: _Handler, size: int) -> None:
+        """Read and discard a refused body, so the client reads the answer, not a reset.
+
+        Bounded by ``MAX_DRAIN_BYTES`` and the request deadline; past either the
+        answer goes with ``Connection: close``.
+        """
+        if size > MAX_DRAIN_BYTES:
+            req.close_connection = True
+        else:
+            self._read_body(req, size, keep=False)
+
+    def timed_out(self, req: _Handler) -> None:
+        """A request cut at its deadline: 408, the connection closed, counted."""
+        if self._metrics is not None:
+            self._metrics.shed(ProcessorReason.REQUEST_TIMEOUT)
+        self.reply_error(req, 408, PROTOBUF, "the request was not received within the deadline")
+
+    def _shed(self, reason: ProcessorReason) -> None:
+        if self._metrics is not None:
+            self._metrics.shed(reason)
 
     def _authorized(self, header: str | None) -> bool:
         if self._token is None:
@@ -183,21 +258,11 @@ class HttpReceiver:
             presented.strip().encode(), self._token.encode()
         )
 
-    def _discard_body(self, req: _Handler) -> None:
-        length = req.headers.get("Content-Length", "")
-        if length.isdigit() and int(length) <= self._limit:
-            try:
-                req.rfile.read(int(length))
-                return
-            except OSError:
-                pass
-        req.close_connection = True
-
     def _fail(
-        self, req: _Handler, signal: Signal, status: int, kind: str, reason: str,
+        self, req: _Handler, signal: Signal | None, status: int, kind: str, reason: str,
         retry_after: int | None = None,
     ) -> None:  # fmt: skip
-        if self._metrics is not None and status in _REASON_BY_STATUS:
+        if self._metrics is not None and signal is not None and status in _REASON_BY_STATUS:
             self._metrics.rejected(signal, _REASON_BY_STATUS[status], 1)
         self.reply_error(req, status, kind, reason, retry_after)
 
@@ -214,6 +279,7 @@ class HttpReceiver:
         extra: dict[str, str] | None = None,
     ) -> None:  # fmt: skip
         try:
+            req.write_timeout()
             req.send_response(status, HTTPStatus(status).phrase)
             req.send_header("Content-Type", kind)
             req.send_header("Content-Length", str(len(body)))

@@ -108,7 +108,9 @@ class ProcessorService:
             host, port = split_endpoint(cfg.otlp_http)
             self.http = HttpReceiver(
                 self.pipeline, host, port, max_request_bytes=cfg.max_request_bytes,
-                max_concurrent=cfg.max_concurrent_requests, token=token,
+                max_concurrent=cfg.max_concurrent_requests,
+                request_timeout=cfg.request_timeout_seconds, max_connections=cfg.max_connections,
+                max_connections_per_peer=cfg.max_connections_per_peer, token=token,
                 tls=self._ssl_context(), metrics=self.metrics,
             )  # fmt: skip
             self.http.start()

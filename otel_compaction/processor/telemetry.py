@@ -35,11 +35,16 @@ REJECT_REASONS = (
     ProcessorReason.OVERLOADED,
     ProcessorReason.DUPLICATE,
     ProcessorReason.LATE,
+    ProcessorReason.ANALYSIS_ERROR,
 )
 DROP_REASONS = (
     ProcessorReason.QUEUE_FULL,
     ProcessorReason.DOWNSTREAM_REJECTED,
-    ProcessorReason.ANALYSIS_ERROR,
+)
+SHED_REASONS = (
+    ProcessorReason.REQUEST_TIMEOUT,
+    ProcessorReason.PEER_CONNECTIONS,
+    ProcessorReason.CONNECTIONS,
 )
 
 
@@ -76,6 +81,7 @@ class ProcessorMetrics:
         self._rejected = create_instrument(meter, sc.METRIC_PROCESSOR_REJECTED)
         self._dropped = create_instrument(meter, sc.METRIC_PROCESSOR_DROPPED)
         self._forwarded = create_instrument(meter, sc.METRIC_PROCESSOR_FORWARDED)
+        self._shed = create_instrument(meter, sc.METRIC_PROCESSOR_SHED)
         self._queue = create_gauge(meter, sc.METRIC_PROCESSOR_QUEUE, queue_size)
         self._prime()
 
@@ -88,6 +94,8 @@ class ProcessorMetrics:
             self.forwarded(signal, 0)
         for reason in DROP_REASONS:
             self.dropped(reason, 0)
+        for reason in SHED_REASONS:
+            self.shed(reason, 0)
 
     def received(self, signal: Signal, transport: str, count: int) -> None:
         """Count items accepted by a receiver."""
@@ -104,6 +112,10 @@ class ProcessorMetrics:
     def dropped(self, reason: ProcessorReason, count: int) -> None:
         """Count accepted items that could not be delivered downstream."""
         self._dropped.add(count, {sc.PROCESSOR_REASON: reason.value})
+
+    def shed(self, reason: ProcessorReason, count: int = 1) -> None:
+        """Count HTTP connections closed or refused to protect the others."""
+        self._shed.add(count, {sc.PROCESSOR_REASON: reason.value})
 
     def forwarded(self, signal: Signal, count: int) -> None:
         """Count items delivered downstream."""
