@@ -24,13 +24,18 @@ def add_input_arguments(parser: argparse.ArgumentParser, files_help: str) -> Non
 
 
 def diagnostics_to_stderr(command: str) -> Diagnostics:
-    """Diagnostics that print the first skipped lines to stderr as they are found."""
+    """Diagnostics that print the first skipped lines (and notes on lines read in part) to
+    stderr as they are found."""
 
     def report(entry: SkippedLine) -> None:
         if diagnostics.skipped_count <= MAX_PRINTED_SKIPS:
             print(f"otel-compaction {command}: skipped {entry}", file=sys.stderr)
 
-    diagnostics = Diagnostics(on_skip=report)
+    def note(entry: SkippedLine) -> None:
+        if diagnostics.note_count <= MAX_PRINTED_SKIPS:
+            print(f"otel-compaction {command}: {entry}", file=sys.stderr)
+
+    diagnostics = Diagnostics(on_skip=report, on_note=note)
     return diagnostics
 
 

@@ -23,10 +23,18 @@ Records and what they become:
 Sub-agent records (``isSidechain: true``) are a separate conversation,
 ``<sessionId>/agent-<agentId>`` (``<sessionId>/sidechain`` when the record has
 no ``agentId``): a sub-agent has its own context and its own compactions.
+
+A record is read once: one repeated later in the file (the same ``uuid``, or
+the same content when it has none) is ignored. A call whose usage figures are
+no token counts is a skipped line; a ``compact_boundary`` without its
+``uuid``, ``timestamp`` or ``compactMetadata`` fields is read with what it has,
+and a note on stderr names what was missing.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +49,7 @@ from otel_compaction.transcripts.events import (
     Event,
     TurnEvent,
 )
-from otel_compaction.transcripts.lines import Diagnostics, read_json_lines
+from otel_compaction.transcripts.lines import RECORD_ERRORS, Diagnostics, read_json_lines
 from otel_compaction.transcripts.progress import Progress
 from otel_compaction.transcripts.text import (
     arguments_text,
@@ -53,6 +61,11 @@ from otel_compaction.transcripts.text import (
 
 AGENT = "claude-code"
 SYNTHETIC_MODEL = "<synthetic>"
+_USAGE_KEYS = (
+    "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens",
+)  # fmt: skip
+_BOUNDARY_FIELDS = ("uuid", "timestamp", "compactMetadata")
+_BOUNDARY_META_FIELDS = ("trigger", "preTokens")
 
 
 @dataclass(slots=True)
@@ -62,6 +75,7 @@ class _Call:
     key: str
     new_content: int
     tool_outputs: tuple[int, ...]
+    line: int = 0
     model: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     tools: list[tuple[str, str | None]] = field(default_factory=list)
@@ -99,43 +113,65 @@ def read_claude_code(
     path: Path, diagnostics: Diagnostics, progress: Progress | None = None
 ) -> Iterator[Event]:
     """The events of one Claude Code transcript, in order."""
-    reader = _Reader(path)
+    reader = _Reader(path, diagnostics)
+    lineno = 0
     for lineno, record in read_json_lines(path, diagnostics, progress):
         try:
-            yield from reader.record(record)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            yield from reader.record(record, lineno)
+        except RECORD_ERRORS as exc:
             diagnostics.skip(path, lineno, f"unexpected Claude Code record: {exc!r}")
-    yield from reader.finish()
+    try:
+        yield from reader.finish()
+    except RECORD_ERRORS as exc:
+        diagnostics.skip(path, lineno, f"unexpected Claude Code record: {exc!r}")
 
 
 class _Reader:
     """The state of one file: its conversations (the session and its sub-agents)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, diagnostics: Diagnostics) -> None:
         self._path = path
+        self._diagnostics = diagnostics
         self._session: str | None = None
         self._conversations: dict[str, _Conversation] = {}
+        self._seen: set[str] = set()
 
-    def record(self, record: dict[str, Any]) -> Iterator[Event]:
-        """The events one record completes."""
+    def record(self, record: dict[str, Any], line: int) -> Iterator[Event]:
+        """The events one record (at ``line``) completes."""
         kind = record.get("type")
         if kind not in ("assistant", "user", "system"):
             return
+        key = _record_key(record)
+        if key in self._seen:
+            return  # a record repeated from earlier in the file
+        self._seen.add(key)
         conv, info = self._conversation(record)
         if info is not None:
             yield info
         if kind == "assistant":
-            yield from self._assistant(conv, record)
+            yield from self._assistant(conv, record, line)
         elif kind == "user":
             yield from self._user(conv, record)
         else:
-            yield from self._system(conv, record)
+            yield from self._system(conv, record, line)
 
     def finish(self) -> Iterator[Event]:
         """Flush what the end of the file completes."""
         for conv in self._conversations.values():
-            yield from _flush_call(conv)
+            yield from self._flush_call(conv)
             yield from _flush_compaction(conv)
+
+    def _flush_call(self, conv: _Conversation) -> Iterator[Event]:
+        """The pending call as a turn; a call whose usage is unreadable is a skipped line."""
+        call = conv.call
+        bad = [k for k in _USAGE_KEYS if call is not None and _not_a_count(call.usage.get(k))]
+        if call is not None and bad:
+            conv.call = None
+            conv.emitted.add(call.key)
+            figures = ", ".join(f"{k}={call.usage[k]!r}" for k in bad)
+            self._diagnostics.skip(self._path, call.line, f"usage {figures} is no token count")
+            return
+        yield from _flush_call(conv)
 
     def _conversation(self, record: dict[str, Any]) -> tuple[_Conversation, Event | None]:
         session = record.get("sessionId")
@@ -154,7 +190,7 @@ class _Reader:
         conv = self._conversations[cid] = _Conversation(cid)
         return conv, ConversationInfo(cid, AGENT, session_id, str(self._path))
 
-    def _assistant(self, conv: _Conversation, record: dict[str, Any]) -> Iterator[Event]:
+    def _assistant(self, conv: _Conversation, record: dict[str, Any], line: int) -> Iterator[Event]:
         message = record.get("message")
         if not isinstance(message, dict) or record.get("isApiErrorMessage") is True:
             return
@@ -166,11 +202,13 @@ class _Reader:
         if not key or key in conv.emitted:
             return  # a record repeated from earlier in the file
         if conv.call is None or conv.call.key != key:
-            yield from _flush_call(conv)
+            yield from self._flush_call(conv)
             yield from _flush_compaction(conv)
             conv.call = _Call(key, conv.new_content, tuple(conv.tool_outputs))
             conv.new_content, conv.tool_outputs = 0, []
         _merge(conv.call, model, usage, message.get("content"), record.get("timestamp"))
+        if conv.call.usage is usage:
+            conv.call.line = line
 
     def _user(self, conv: _Conversation, record: dict[str, Any]) -> Iterator[Event]:
         message = record.get("message")
@@ -178,7 +216,7 @@ class _Reader:
         if record.get("isCompactSummary") is True:
             when = parse_timestamp(record.get("timestamp"))
             if conv.compaction is None:  # builds older than compact_boundary records
-                yield from _flush_call(conv)
+                yield from self._flush_call(conv)
                 conv.compaction = _new_compaction(conv, record, None, when)
             conv.compaction.summary = content_text(content)
             conv.compaction.end = when
@@ -194,14 +232,20 @@ class _Reader:
         else:
             conv.new_content += tokens_of(content_text(content))
 
-    def _system(self, conv: _Conversation, record: dict[str, Any]) -> Iterator[Event]:
+    def _system(self, conv: _Conversation, record: dict[str, Any], line: int) -> Iterator[Event]:
         subtype = record.get("subtype")
         if subtype not in ("compact_boundary", "microcompact_boundary"):
             return
-        yield from _flush_call(conv)
+        yield from self._flush_call(conv)
         yield from _flush_compaction(conv)
         when = parse_timestamp(record.get("timestamp"))
         if subtype == "compact_boundary":
+            missing = _missing_boundary_fields(record)
+            if missing:
+                self._diagnostics.note(
+                    self._path, line, f"compact_boundary record without {', '.join(missing)}: "
+                    "read as a compaction with those unknown",
+                )  # fmt: skip
             conv.compaction = _new_compaction(conv, record, record.get("compactMetadata"), when)
             return
         meta = record.get("microcompactMetadata")
@@ -216,6 +260,30 @@ class _Reader:
             timestamp=when,
         )
         yield from _flush_compaction(conv)
+
+
+def _record_key(record: dict[str, Any]) -> str:
+    """What makes a record the same record: its uuid, else its whole content."""
+    uuid = record.get("uuid")
+    if isinstance(uuid, str) and uuid:
+        return uuid
+    text = json.dumps(record, sort_keys=True, default=str)
+    return "#" + hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def _not_a_count(value: Any) -> bool:
+    """A usage figure that is there but no token count (``"¹²"``, -5, a list...)."""
+    return value is not None and as_int(value) is None
+
+
+def _missing_boundary_fields(record: dict[str, Any]) -> list[str]:
+    missing = [name for name in _BOUNDARY_FIELDS if record.get(name) in (None, "")]
+    meta = record.get("compactMetadata")
+    if isinstance(meta, dict):
+        missing += [f"compactMetadata.{k}" for k in _BOUNDARY_META_FIELDS if meta.get(k) is None]
+    elif "compactMetadata" not in missing:
+        missing.append("compactMetadata")
+    return missing
 
 
 def _merge(call: _Call, model: Any, usage: dict[str, Any], content: Any, when: Any) -> None:

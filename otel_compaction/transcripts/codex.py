@@ -35,7 +35,7 @@ from otel_compaction.transcripts.events import (
     Event,
     TurnEvent,
 )
-from otel_compaction.transcripts.lines import Diagnostics, read_json_lines
+from otel_compaction.transcripts.lines import RECORD_ERRORS, Diagnostics, read_json_lines
 from otel_compaction.transcripts.progress import Progress
 from otel_compaction.transcripts.text import (
     arguments_text,
@@ -85,7 +85,7 @@ def read_codex(
     for lineno, record in read_json_lines(path, diagnostics, progress):
         try:
             yield from _record(state, record)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except RECORD_ERRORS as exc:
             diagnostics.skip(path, lineno, f"unexpected Codex record: {exc!r}")
     yield from _announce(state)
     yield from _flush_compaction(state)

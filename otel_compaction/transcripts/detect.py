@@ -22,7 +22,13 @@ import enum
 from pathlib import Path
 from typing import Any
 
-from otel_compaction.transcripts.lines import TranscriptError, parse_line
+from otel_compaction.transcripts.lines import (
+    MAX_DOCUMENT_BYTES,
+    bounded_lines,
+    open_regular,
+    parse_line,
+    read_document,
+)
 
 LINES_TO_TRY = 50
 """How many non-blank lines are looked at before giving up."""
@@ -61,16 +67,15 @@ def detect_format(path: Path) -> Format:
     """The format of the file at ``path``.
 
     Raises:
-        TranscriptError: the file cannot be opened.
+        TranscriptError: the file cannot be opened, or is not a regular file.
     """
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise TranscriptError(path, exc.strerror or str(exc)) from None
     seen = 0
     first_char = ""
-    with handle:
-        for raw in handle:
+    with open_regular(path) as handle:
+        for raw in bounded_lines(handle):
+            if isinstance(raw, int):
+                seen += 1  # a line too long to read: no verdict from it
+                continue
             value, error = parse_line(raw)
             if value is None and error is None:
                 continue
@@ -90,12 +95,10 @@ def detect_format(path: Path) -> Format:
     return Format.UNKNOWN
 
 
-def is_whole_file_otlp(path: Path, limit: int = 256 * 1024 * 1024) -> bool:
+def is_whole_file_otlp(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> bool:
     """Whether the file is one pretty-printed OTLP/JSON document (small enough to load)."""
-    try:
-        if path.stat().st_size > limit:
-            return False
-        value, _ = parse_line(path.read_bytes())
-    except OSError:
+    data = read_document(path, limit)
+    if data is None:
         return False
+    value, _ = parse_line(data)
     return value is not None and classify_record(value) is Format.OTLP

@@ -3,20 +3,37 @@
 Every reader goes through :func:`read_json_lines`, so every format treats a
 malformed line the same way: one :class:`SkippedLine` in the
 :class:`Diagnostics`, and the rest of the file is still read.
+
+What a file can cost is bounded: only regular files are opened
+(:func:`open_regular`: a FIFO, a device such as ``/dev/zero`` or a directory is
+refused without blocking), a line longer than :data:`MAX_LINE_BYTES` is skipped
+without being held, and JSON's own rules hold (``NaN`` and ``Infinity``, which
+Python's reader accepts, are not JSON).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from otel_compaction.transcripts.progress import Progress
 
 MAX_KEPT = 1000
 """Skipped lines kept in detail; past that they are only counted."""
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""A longer line is reported and skipped, never held in memory whole."""
+
+MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
+"""The largest file read whole (one pretty-printed OTLP/JSON document)."""
+
+RECORD_ERRORS = (KeyError, TypeError, ValueError, AttributeError, RecursionError)
+"""What a reader catches around one record: the record is skipped, the file read on."""
 
 _MAX_ERROR_CHARS = 200
 
@@ -57,6 +74,8 @@ class Diagnostics:
     on_skip: Callable[[SkippedLine], None] | None = None
     skipped: list[SkippedLine] = field(default_factory=list)
     skipped_count: int = 0
+    on_note: Callable[[SkippedLine], None] | None = None
+    note_count: int = 0
 
     def skip(self, file: str | Path, line: int, error: str) -> None:
         """Record one skipped line."""
@@ -66,6 +85,12 @@ class Diagnostics:
             self.skipped.append(entry)
         if self.on_skip is not None:
             self.on_skip(entry)
+
+    def note(self, file: str | Path, line: int, message: str) -> None:
+        """Say something about a line that was read, but not whole (a field missing)."""
+        self.note_count += 1
+        if self.on_note is not None:
+            self.on_note(SkippedLine(str(file), line, message[:_MAX_ERROR_CHARS]))
 
 
 def parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
@@ -78,7 +103,7 @@ def parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     if not text:
         return None, None
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_not_json)
     except RecursionError:
         return None, "invalid JSON: nested too deeply"
     except ValueError as exc:
@@ -88,21 +113,86 @@ def parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:
     return value, None
 
 
-def read_raw_lines(path: Path, progress: Progress | None = None) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(line number, bytes)`` for each non-blank line.
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """Open a regular file for reading; anything else is refused at once, without blocking.
 
     Raises:
-        TranscriptError: the file cannot be opened or read.
+        TranscriptError: the file cannot be opened, or is a FIFO, a device, a directory...
     """
     try:
-        handle = path.open("rb")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise TranscriptError(path, exc.strerror or str(exc)) from None
-    with handle:
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise TranscriptError(path, f"not a regular file ({_kind(mode)}): not read")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"),
+        (stat.S_ISSOCK, "a socket"),
+    ):  # fmt: skip
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def read_document(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes | None:
+    """The whole file, or None when it is larger than ``limit`` or cannot be read."""
+    try:
+        with open_regular(path) as handle:
+            data = handle.read(limit + 1)
+    except (TranscriptError, OSError):
+        return None
+    return data if len(data) <= limit else None
+
+
+def bounded_lines(handle: BinaryIO) -> Iterator[bytes | int]:
+    """Each line of ``handle``; a line over ``MAX_LINE_BYTES`` is read past in pieces and
+    given as its length (an int) instead."""
+    while raw := handle.readline(MAX_LINE_BYTES + 1):
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield raw
+            continue
+        size = len(raw)
+        while piece := handle.readline(MAX_LINE_BYTES):
+            size += len(piece)
+            if piece.endswith(b"\n"):
+                break
+        yield size
+
+
+def read_raw_lines(
+    path: Path, diagnostics: Diagnostics, progress: Progress | None = None
+) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line number, bytes)`` for each non-blank line; report over-long ones.
+
+    Raises:
+        TranscriptError: the file cannot be opened or read, or is not a regular file.
+    """
+    with open_regular(path) as handle:
         lineno = 0
         try:
-            for raw in handle:
+            for raw in bounded_lines(handle):
                 lineno += 1
+                if isinstance(raw, int):
+                    if progress is not None:
+                        progress.advance(raw)
+                    diagnostics.skip(path, lineno, f"line longer than {MAX_LINE_BYTES} bytes "
+                                     f"({raw} bytes): not read")  # fmt: skip
+                    continue
                 if progress is not None:
                     progress.advance(len(raw))
                 if raw.strip():
@@ -119,7 +209,7 @@ def read_json_lines(
     Raises:
         TranscriptError: the file cannot be opened or read.
     """
-    for lineno, raw in read_raw_lines(path, progress):
+    for lineno, raw in read_raw_lines(path, diagnostics, progress):
         value, error = parse_line(raw)
         if error is not None:
             diagnostics.skip(path, lineno, error)

@@ -18,11 +18,8 @@ from pathlib import Path
 
 from otel_compaction.processor.decode import DecodeError, Signal, parse_json
 from otel_compaction.processor.extract import Item, spans_to_items
-from otel_compaction.transcripts.lines import Diagnostics, read_raw_lines
+from otel_compaction.transcripts.lines import Diagnostics, read_document, read_raw_lines
 from otel_compaction.transcripts.progress import Progress
-
-MAX_LINE_BYTES = 64 * 1024 * 1024
-"""A longer line is reported and skipped rather than parsed."""
 
 
 def read_otlp(
@@ -33,10 +30,7 @@ def read_otlp(
 ) -> Iterator[Item]:
     """The engine inputs of every span in an OTLP/JSON file, in file order."""
     first = True
-    for lineno, raw in read_raw_lines(path, progress):
-        if len(raw) > MAX_LINE_BYTES:
-            diagnostics.skip(path, lineno, f"line of {len(raw)} bytes is over the limit")
-            continue
+    for lineno, raw in read_raw_lines(path, diagnostics, progress):
         try:
             request = parse_json(Signal.TRACES, raw)
         except DecodeError as exc:
@@ -54,10 +48,13 @@ def read_otlp(
 
 def _whole_document(path: Path) -> object | None:
     """The file as one pretty-printed request, or None when it is not one."""
+    data = read_document(path)
+    if data is None:
+        return None
     try:
-        request: object = parse_json(Signal.TRACES, path.read_bytes())
+        request: object = parse_json(Signal.TRACES, data)
         return request
-    except (DecodeError, OSError):
+    except DecodeError:
         return None
 
 

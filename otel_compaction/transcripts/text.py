@@ -15,24 +15,25 @@ def content_text(content: Any) -> str:
 
     Text blocks (``text``, ``input_text``, ``output_text``) give their text, a
     ``tool_result`` block its nested content; images and other binary blocks
-    give nothing (their size is not text).
+    give nothing (their size is not text). Read with a stack, not recursion: a
+    file may nest blocks or lists as deep as JSON allows.
     """
-    if isinstance(content, str):
-        return content
-    if isinstance(content, dict):
-        return _block_text(content)
-    if isinstance(content, list):
-        return "\n".join(t for t in (content_text(item) for item in content) if t)
-    return ""
-
-
-def _block_text(block: dict[str, Any]) -> str:
-    text = block.get("text")
-    if isinstance(text, str):
-        return text
-    if block.get("type") == "tool_result":
-        return content_text(block.get("content"))
-    return ""
+    parts: list[str] = []
+    stack = [content]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if item:
+                parts.append(item)
+        elif isinstance(item, dict):
+            text = item.get("text")
+            if isinstance(text, str):
+                stack.append(text)
+            elif item.get("type") == "tool_result":
+                stack.append(item.get("content"))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+    return "\n".join(parts)
 
 
 def tokens_of(text: str) -> int:
@@ -48,7 +49,7 @@ def arguments_text(value: Any) -> str | None:
         return value
     try:
         return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return None
 
 
@@ -60,8 +61,11 @@ def as_int(value: Any) -> int | None:
         return value if value >= 0 else None
     if isinstance(value, float) and math.isfinite(value) and value >= 0:
         return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+    if isinstance(value, str):
+        text = value.strip()
+        # isdigit() also accepts superscripts and other digits int() refuses.
+        if text.isascii() and text.isdigit():
+            return int(text)
     return None
 
 
@@ -70,10 +74,15 @@ def parse_timestamp(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        seconds = float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:  # an int beyond any float
+            return None
+        if not math.isfinite(seconds):
+            return None  # dividing infinity by 1000 never gets below 1e11
         while seconds > 1e11:  # milliseconds, microseconds or nanoseconds
             seconds /= 1000.0
-        return seconds if math.isfinite(seconds) else None
+        return seconds
     if not isinstance(value, str) or not value:
         return None
     try:
