@@ -174,9 +174,10 @@ class CompactionMetrics:
         if error_type is not None:
             duration = {**duration, sc.ERROR_TYPE: error_type}
         self.duration.record(seconds, duration, context=context)
-        if input_tokens is not None:
+        # The SDK refuses negative amounts with a warning in the host: never pass one.
+        if input_tokens is not None and input_tokens >= 0:
             self.token_usage.record(input_tokens, attrs.input, context=context)
-        if output_tokens is not None:
+        if output_tokens is not None and output_tokens >= 0:
             self.token_usage.record(output_tokens, attrs.output, context=context)
 
     def record_transition(

@@ -263,7 +263,7 @@ class AnthropicStream:
 def _parse_json(text: str) -> Any:
     try:
         return json.loads(text) if text else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # an input nested deeper than the reader goes
         return {}
 
 

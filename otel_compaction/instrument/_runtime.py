@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -157,17 +158,24 @@ class Guard:
         try:
             if stage not in self._logged:
                 self._logged.add(stage)
-                logger.exception(
-                    "otel-compaction: internal error in stage %r; the LLM call is unaffected "
-                    "(further errors of this stage are logged at debug level)",
-                    stage,
-                )
-            else:
-                logger.debug("otel-compaction: internal error in stage %r", stage, exc_info=True)
+                # No traceback in the host's log by default: it is one DEBUG line away.
+                logger.warning(
+                    "otel-compaction: internal error in stage %r (%s); the LLM call is "
+                    "unaffected (this and further errors of the stage, with their traceback, "
+                    "are logged at debug level on %s)",
+                    stage, _error_name(), logger.name,
+                )  # fmt: skip
+            logger.debug("otel-compaction: internal error in stage %r", stage, exc_info=True)
             if self.metrics is not None:
                 self.metrics.record_error(stage)
         except Exception:  # noqa: BLE001, S110 - the error path itself must never raise
             pass
+
+
+def _error_name() -> str:
+    """The class of the exception being handled (never its message: it may hold content)."""
+    error = sys.exc_info()[1]
+    return type(error).__name__ if error is not None else "unknown error"
 
 
 class Runtime:

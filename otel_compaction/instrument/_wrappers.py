@@ -9,6 +9,7 @@ call go uninstrumented.
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,6 +21,8 @@ from otel_compaction.instrument._begin import begin
 from otel_compaction.instrument._call import InferenceCall
 from otel_compaction.instrument._runtime import Runtime
 from otel_compaction.instrument._streams import AsyncStreamProxy, StreamProxy, StreamState
+
+logger = logging.getLogger(__name__)
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -48,7 +51,9 @@ def _body(result: Any, raw: str | None, stream: bool) -> Any:
 
     A ``with_raw_response`` result of a non-streaming call (LangChain's ChatAnthropic
     calls the client this way) has its body read already; ``parse()`` caches the
-    parsed object, so the caller's own ``parse()`` gets this very object.
+    parsed object, so the caller's own ``parse()`` gets this very object. A body
+    that does not parse (a 200 that is no JSON) is left alone: the caller's own
+    ``parse()`` raises what it raises without us, and the span keeps the request.
     """
     if raw is None:
         return result
@@ -56,7 +61,10 @@ def _body(result: Any, raw: str | None, stream: bool) -> Any:
     if raw in _PARSED_RAW and not stream and callable(parse):
         if inspect.iscoroutinefunction(parse):
             return None  # the async wrapper awaits it (parsed_async)
-        return parse()
+        try:
+            return parse()
+        except Exception:  # noqa: BLE001 - a body that does not parse is the caller's to see
+            logger.debug("with_raw_response body did not parse; the span keeps the request")
     return None
 
 
@@ -64,7 +72,10 @@ async def parsed_async(result: Any, raw: str | None, stream: bool) -> Any:
     """The async client's ``with_raw_response`` body: ``parse()`` is a coroutine there."""
     parse = getattr(result, "parse", None)
     if raw in _PARSED_RAW and not stream and inspect.iscoroutinefunction(parse):
-        return await parse()
+        try:
+            return await parse()
+        except Exception:  # noqa: BLE001 - as in _body: the caller's own parse() raises it
+            logger.debug("with_raw_response body did not parse; the span keeps the request")
     return None
 
 

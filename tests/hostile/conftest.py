@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.instrument.conftest import cap, instrument, settings
 from tests.processor.conftest import pipeline_factory
 
-__all__ = ["pipeline_factory"]
+__all__ = ["cap", "instrument", "pipeline_factory", "settings"]

@@ -34,8 +34,9 @@ def test_fault_in_turn_analysis_does_not_break_the_agent(
     assert handler.errors == model.calls == 6
     stage = {sc.ERROR_STAGE: "callback"}
     assert cap.counter_total(sc.METRIC_INSTRUMENTATION_ERRORS.name, stage) == 6
-    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    errors = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(errors) == 1
+    assert errors[0].exc_info is None  # no traceback in the host
     assert "on_chat_model_start" in errors[0].getMessage()
     assert not [r for r in caplog.records if "Error in" in r.getMessage()]  # LangChain saw none
     assert current_call() is None

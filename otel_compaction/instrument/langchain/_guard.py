@@ -2,8 +2,9 @@
 
 Every callback body runs inside ``CallbackGuard``: the handler's lock is held,
 and an ``Exception`` raised by our code is swallowed, counted in
-``compaction.instrumentation.errors`` (stage ``callback``) and logged, once per
-callback at error level, then at debug level.
+``compaction.instrumentation.errors`` (stage ``callback``) and logged: once per
+callback as a warning naming the error's class (no traceback), and every time
+at debug level with the traceback.
 """
 
 from __future__ import annotations
@@ -36,15 +37,15 @@ class ErrorLog:
             self._metrics.record_error(ERROR_STAGE)
         except Exception:  # counting must not raise either
             logger.debug("could not count a callback error", exc_info=True)
-        if callback in self._logged:
-            logger.debug("otel-compaction %s failed again: %r", callback, exc)
-            return
-        self._logged.add(callback)
-        logger.error(
-            "otel-compaction's LangChain %s failed; the agent goes on (logged once)",
-            callback,
-            exc_info=exc,
-        )
+        if callback not in self._logged:
+            self._logged.add(callback)
+            # No traceback in the host's log by default: it is one DEBUG line away.
+            logger.warning(
+                "otel-compaction's LangChain %s failed (%s); the agent goes on (logged once; "
+                "every failure, with its traceback, is logged at debug level on %s)",
+                callback, type(exc).__name__, logger.name,
+            )  # fmt: skip
+        logger.debug("otel-compaction %s failed", callback, exc_info=exc)
 
 
 class CallbackGuard:
