@@ -205,3 +205,50 @@ def test_any_attribute_values_leave_every_batch_forwarded(
     for before, after in zip(sent, out, strict=True):
         names = [s.name for s in after.resource_spans[0].scope_spans[0].spans]
         assert names == [s.name for s in before.resource_spans[0].scope_spans[0].spans]
+
+
+_LOG_KEYS = (
+    sc.SESSION_ID, sc.CLAUDE_CODE_MODEL, sc.CLAUDE_CODE_INPUT_TOKENS,
+    sc.CLAUDE_CODE_CACHE_READ_TOKENS, sc.CLAUDE_CODE_CACHE_CREATION_TOKENS,
+    sc.CLAUDE_CODE_TRIGGER, sc.CLAUDE_CODE_SUCCESS, sc.CLAUDE_CODE_PRE_TOKENS,
+    sc.CLAUDE_CODE_POST_TOKENS,
+)  # fmt: skip
+_RECORD = st.tuples(
+    st.sampled_from([sc.CLAUDE_CODE_EVENT_COMPACTION, sc.CLAUDE_CODE_EVENT_API_REQUEST]),
+    st.dictionaries(st.sampled_from(_LOG_KEYS), _VALUE, max_size=9),
+    st.integers(0, 2**64 - 1),
+)
+
+
+def _fuzz_logs(records: list[tuple[str, dict[str, AnyValue], int]]) -> Any:
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    request = ExportLogsServiceRequest()
+    scope = request.resource_logs.add().scope_logs.add()
+    for name, attributes, time_ns in records:
+        record = scope.log_records.add(event_name=name, time_unix_nano=time_ns)
+        record.attributes.add(key=sc.SESSION_ID, value=AnyValue(string_value="s1"))
+        record.attributes.extend(KeyValue(key=k, value=v) for k, v in attributes.items())
+    return request
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(_RECORD, min_size=1, max_size=6), min_size=1, max_size=4))
+def test_any_claude_code_event_values_leave_every_batch_forwarded(
+    tmp_path_factory: pytest.TempPathFactory, batches: list[list[Any]]
+) -> None:
+    """Fuzzed Claude Code log events: no raise, every batch released, every record kept."""
+    tmp = tmp_path_factory.mktemp("fuzz-logs")
+    config = make_config(tmp, "enrich")
+    assert config.forward.queue.directory is not None
+    pipeline = Pipeline(config, queue=PersistentQueue(config.forward.queue.directory))
+    for records in batches:
+        request = _fuzz_logs(records)
+        pipeline.submit(Signal.LOGS, request, "grpc", request.SerializeToString())
+        pipeline.step()
+    pipeline.drain()
+    assert _raw_left(pipeline) == []
+    out = queued(pipeline)
+    assert [len(r.resource_logs[0].scope_logs[0].log_records) for r in out] == [
+        len(b) for b in batches
+    ]
