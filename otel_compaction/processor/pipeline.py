@@ -238,12 +238,14 @@ class Pipeline:
         late: list[FindingContext] = []
         quiet = self.metrics is None
         for result in applied:
-            if result.turn is not None and result.turn.settled is not None:
-                self._settled(result.turn.settled, result.item, late)
-            if quiet and result.compaction is None:
+            settled = result.turn.settled if result.turn is not None else None
+            if quiet and result.compaction is None and settled is None:
                 continue  # a turn: nothing to record without metrics
             try:
-                self._record(result, findings)
+                if settled is not None:
+                    self._settled(settled, result.item, late)
+                if not quiet or result.compaction is not None:
+                    self._record(result, findings)
             except Exception:  # the item passes through without a verdict
                 logger.exception("cannot record the analysis of a span of %s",
                                  result.item.conversation_id)  # fmt: skip
