@@ -1,13 +1,16 @@
-"""The Collector configurations in ``collector/``: well-formed, consistent with the processor.
+"""The Collector configurations in ``collector/``: valid, consistent with the processor.
 
-The Collector cannot be installed here, so these tests check what ``otelcol
-validate`` would and what only we know: every pipeline names defined
-components, the routing key is our semconv attribute, and the ports the
-Collector and the processor use for each other agree.
+Every Collector configuration passes ``validate`` of the real Collector built
+from ``collector/builder-config.yaml`` (and Jaeger's of the Jaeger build); the
+other tests check what only we know: every pipeline names defined components,
+the routing key is our semconv attribute, and the ports the Collector and the
+processor use for each other agree.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +19,19 @@ import yaml
 
 from otel_compaction import semconv as sc
 from otel_compaction.processor.config import load_config
+from tests.fleet import builds
 
 COLLECTOR = Path(__file__).resolve().parents[2] / "collector"
 OTELCOL = sorted(COLLECTOR.glob("*/otelcol*.yaml"))
 PROCESSOR = sorted(COLLECTOR.glob("**/processor*.yaml"))
+JAEGER_CONFIG = COLLECTOR / "jaeger" / "config.yaml"
+# YAML files in collector/ that are no Collector configuration, and what checks them.
+OTHER_YAML = {
+    "compose.yaml": "tests/dashboards/test_stack.py",
+    "builder-config.yaml": "scripts/build-otel (the build)",
+}
+# Variables a configuration reads with ${env:...} and no default, as the tests set them.
+CONFIG_ENV: dict[str, dict[str, str]] = {}
 
 
 def _yaml(path: Path) -> dict[str, Any]:
@@ -30,6 +42,48 @@ def _yaml(path: Path) -> dict[str, Any]:
 
 def _port(endpoint: str) -> int:
     return int(endpoint.rsplit(":", 1)[1])
+
+
+def _validate(binary: Path, path: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **CONFIG_ENV.get(str(path.relative_to(COLLECTOR)), {})}
+    argv = [str(binary), "validate", f"--config={path}"]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, check=False)
+
+
+def test_every_yaml_file_in_collector_is_validated_by_one_test() -> None:
+    """No configuration in ``collector/`` escapes validation: each YAML file is of a known kind."""
+    checked = {*OTELCOL, *PROCESSOR, JAEGER_CONFIG, *(COLLECTOR / name for name in OTHER_YAML)}
+    assert set(COLLECTOR.glob("**/*.yaml")) == checked
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", OTELCOL, ids=lambda p: str(p.relative_to(COLLECTOR)))
+def test_the_real_collector_validates_every_collector_config(path: Path) -> None:
+    """``otelcol validate`` of the Collector we build accepts each shipped configuration."""
+    result = _validate(builds.collector(), path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_jaeger_validates_its_config() -> None:
+    """``jaeger validate`` accepts collector/jaeger/config.yaml (in-memory storage, loopback)."""
+    result = _validate(builds.jaeger(), JAEGER_CONFIG)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_the_real_collector_rejects_a_pipeline_with_an_undefined_exporter(tmp_path: Path) -> None:
+    """The validation can fail: a pipeline naming an exporter nobody defined is refused."""
+    config = _yaml(COLLECTOR / "tap" / "otelcol.yaml")
+    config["service"]["pipelines"]["traces"]["exporters"].append("otlp/nowhere")
+    broken = tmp_path / "otelcol.yaml"
+    broken.write_text(yaml.safe_dump(config), encoding="utf-8")
+    result = subprocess.run(
+        [str(builds.collector()), "validate", f"--config={broken}"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "otlp/nowhere" in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("path", PROCESSOR, ids=lambda p: str(p.relative_to(COLLECTOR)))
