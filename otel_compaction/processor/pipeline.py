@@ -2,8 +2,9 @@
 
 Receivers call ``submit`` on their own threads; it extracts the engine inputs,
 admits the request or pushes back (``Overloaded``: the reorder window or the
-forwarding queue is full), and in enrich mode writes the request to the
-persistent queue before answering, so an accepted request survives a crash.
+forwarding queue is full), and writes the request to the persistent queue
+before answering, so an accepted request survives a crash (tap mode writes
+only requests with engine inputs, and deletes the file once they are applied).
 One pipeline thread calls ``step`` every tick: it applies the conversations
 whose reorder window closed, records metrics, logs and emits findings, and in
 enrich mode releases the processed requests to the queue, in the order they
@@ -69,8 +70,9 @@ class Overloaded(Exception):
 
 @dataclass(slots=True)
 class Batch:
-    """An accepted request in enrich mode, waiting for its items to be applied.
+    """An accepted request, written ahead, waiting for its items to be applied.
 
+    ``request`` is kept in enrich mode only (tap mode sends no request on);
     ``changed`` holds the items whose span (or log record) the processor wrote
     flags on; the bytes written ahead stay in the queue's file meanwhile.
     """
@@ -138,15 +140,18 @@ class Pipeline:
         protobuf (None: it is serialised where needed).
         """
         count = item_count(signal, request)
-        queue = self.queue if self.enrich else None
+        items = self._extract_or_none(signal, request, data, count)
+        # Written ahead in both modes, so a crash loses no accepted item; in tap
+        # mode only requests with engine inputs, and the file goes once applied.
+        queue = self.queue if self.enrich or items else None
         if queue is not None and data is None:
             data = request.SerializeToString()
-        items = self._extract_or_none(signal, request, data, count)
         with self._lock:
             self._admit(len(items), len(data) if queue is not None and data is not None else 0)
             if queue is not None and data is not None:
                 seq = queue.put(signal, data, count, ready=False)
-                batch = Batch(seq, signal, request, count, len(items), self._clock())
+                kept = request if self.enrich else None  # tap sends no request on
+                batch = Batch(seq, signal, kept, count, len(items), self._clock())
                 self._track(batch, items)
             self.state.offer(items)
         if self.metrics is not None:
@@ -206,7 +211,8 @@ class Pipeline:
                 self.queue.complete(entry.seq, None, entry.items)
                 continue
             items = self._extract_or_none(entry.signal, request, data, entry.items)
-            batch = Batch(entry.seq, entry.signal, request, entry.items, len(items), self._clock())
+            kept = request if self.enrich else None
+            batch = Batch(entry.seq, entry.signal, kept, entry.items, len(items), self._clock())
             with self._lock:
                 self._track(batch, items)
                 self.state.offer(items)
@@ -344,13 +350,16 @@ class Pipeline:
         queue = self.queue
         assert queue is not None
         try:
-            output = _output(batch, queue)
+            output = _output(batch, queue) if self.enrich else None
         except Exception:  # the batch leaves as it was received
             logger.exception("cannot write the flags of batch %d; forwarded as received", batch.seq)
             self._count_failed(batch.signal, len(batch.changed))
             output = None
         try:
-            queue.complete(batch.seq, output, batch.items)
+            if self.enrich:
+                queue.complete(batch.seq, output, batch.items)
+            else:
+                queue.remove(batch.seq)  # applied; its findings are queued already
         except OSError as exc:
             if not self._release_failing:
                 logger.error("cannot release batch %d to the queue (%s); retrying", batch.seq, exc)

@@ -167,6 +167,38 @@ def test_kill_and_restart_mid_stream_replays_the_queue(tmp_path: Path) -> None:
         downstream.stop()
 
 
+def test_tap_mode_sigkill_with_spans_in_the_window_loses_none(tmp_path: Path) -> None:
+    """Tap mode, SIGKILL while accepted spans wait in the reorder window: the restarted
+    process applies them from its queue and sends the same findings, then deletes them."""
+    downstream = Downstream(free_port())
+    config, port = _write_config(tmp_path, "tap", downstream.port, window=30.0)
+    spans = render("boundary_000", SCENARIOS["boundary_000"](), 1).spans
+    first = _start(config, "first")
+    try:
+        assert wait_for(lambda: _ready(port), timeout=30)
+        _export(port, spans)
+    finally:
+        first.kill()
+        first.wait(10)
+    assert not (tmp_path / "first.out").read_text()  # nothing applied before the kill
+    assert list((tmp_path / "queue").glob("*.raw"))  # accepted, on disk
+    downstream.start()
+    second = _start(config, "second")
+    try:
+        assert wait_for(lambda: _ready(port), timeout=30)
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(30) == 0, (tmp_path / "second.err").read_text()
+        stdout = (tmp_path / "second.out").read_text()
+        findings = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+        assert findings == json.loads((TESTDATA / "boundary_000.findings.json").read_text())
+        assert [s.name for s in downstream.spans()] == [sc.SPAN_FINDING]
+        assert not list((tmp_path / "queue").iterdir())
+    finally:
+        if second.poll() is None:
+            second.kill()
+        downstream.stop()
+
+
 def test_sigterm_applies_the_window_and_sends_the_findings_before_exit(tmp_path: Path) -> None:
     """SIGTERM with spans still in a long reorder window: findings are computed and delivered."""
     downstream = Downstream(free_port())
