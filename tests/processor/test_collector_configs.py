@@ -164,17 +164,23 @@ TAP_CONFIGS = ["tap/otelcol.yaml", "scaled/otelcol-lb-static.yaml", "scaled/otel
 
 @pytest.mark.parametrize("name", TAP_CONFIGS)
 def test_tap_sends_the_processor_only_its_inputs_and_jaeger_everything(name: str) -> None:
-    """In tap mode the processor's pipeline drops exactly the spans extract.py ignores
-    (the filter names the same keys and span name), and Jaeger's pipeline drops nothing."""
+    """In tap mode the processor's pipeline filters on the names extract.py reads (its input
+    keys, our turn numbering, the inference operations), the same conditions in every file,
+    and Jaeger's pipeline drops nothing (tests/fleet checks the filter span for span)."""
     import re
 
     from otel_compaction.processor.extract import ENGINE_INPUT_KEYS
 
     config = _yaml(COLLECTOR / name)
-    (condition,) = config["processors"]["filter/compaction-inputs"]["traces"]["span"]
-    assert set(re.findall(r'attributes\["([^"]+)"\] == nil', condition)) == set(ENGINE_INPUT_KEYS)
-    assert re.findall(r'name != "([^"]+)"', condition) == [sc.SPAN_COMPACTION]
-    assert condition.count(" and ") == len(ENGINE_INPUT_KEYS)  # all must hold to drop
+    conditions = config["processors"]["filter/compaction-inputs"]["traces"]["span"]
+    reference = _yaml(COLLECTOR / TAP_CONFIGS[0])["processors"]["filter/compaction-inputs"]
+    assert conditions == reference["traces"]["span"]
+    text = " ".join(conditions)
+    keys = set(re.findall(r'attributes\["([^"]+)"\]', text))
+    assert keys == {*ENGINE_INPUT_KEYS, sc.CONVERSATION_ID, sc.TURN_INDEX, sc.GEN_AI_OPERATION_NAME}
+    operations = re.findall(r'attributes\["gen_ai.operation.name"\] != "([^"]+)"', text)
+    assert set(operations) == set(sc.INFERENCE_OPERATIONS)
+    assert all(c.startswith(f'name != "{sc.SPAN_COMPACTION}" and ') for c in conditions)
     for kind, pipeline in config["service"]["pipelines"].items():
         if not kind.startswith("traces"):
             continue  # logs (Claude Code's events) all go to the processor
