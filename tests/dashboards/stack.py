@@ -157,10 +157,32 @@ class PrometheusAPI:
         alerts: list[dict[str, Any]] = self.get("/api/v1/alerts")["alerts"]
         return alerts
 
+    def firing(self, name: str, **labels: str) -> dict[str, Any] | None:
+        """The firing alert ``name`` (with ``labels``, when given), if Prometheus has one."""
+        return next(
+            (
+                a
+                for a in self.alerts()
+                if a["labels"]["alertname"] == name
+                and a["state"] == "firing"
+                and labels.items() <= a["labels"].items()
+            ),
+            None,
+        )
+
     def evaluations_after(self, since: float) -> bool:
         """Whether every rule group has been evaluated at least once after ``since``."""
         groups = self.get("/api/v1/rules")["groups"]
         return bool(groups) and all(_timestamp(g["lastEvaluation"]) > since for g in groups)
+
+
+def alertmanager_receivers(port: int, name: str, **labels: str) -> list[str] | None:
+    """The receivers Alertmanager routed alert ``name`` (with ``labels``) to, once it has it."""
+    alerts = json.loads(http(f"http://127.0.0.1:{port}/api/v2/alerts"))
+    for alert in alerts:
+        if alert["labels"]["alertname"] == name and labels.items() <= alert["labels"].items():
+            return sorted(r["name"] for r in alert["receivers"])
+    return None
 
 
 def _timestamp(rfc3339: str) -> float:

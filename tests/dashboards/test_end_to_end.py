@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -68,23 +67,6 @@ def _prometheus_sees(api: stack.PrometheusAPI, compactions: int) -> float | None
     return None
 
 
-def _firing(api: stack.PrometheusAPI, name: str) -> dict[str, Any] | None:
-    """The firing alert ``name``, if Prometheus has one."""
-    return next(
-        (a for a in api.alerts() if a["labels"]["alertname"] == name and a["state"] == "firing"),
-        None,
-    )
-
-
-def _in_alertmanager(port: int, name: str) -> list[str] | None:
-    """The receivers Alertmanager routed alert ``name`` to, once it has it."""
-    alerts = json.loads(stack.http(f"http://127.0.0.1:{port}/api/v2/alerts"))
-    for alert in alerts:
-        if alert["labels"]["alertname"] == name:
-            return sorted(r["name"] for r in alert["receivers"])
-    return None
-
-
 def test_livelock_fires_healthy_stays_quiet_and_every_panel_has_data(tmp_path: Path) -> None:
     """Healthy: no alert; livelock: the alert fires and is routed; every panel query has data."""
     otlp, metrics, prom, am = (stack.free_port() for _ in range(4))
@@ -112,9 +94,11 @@ def test_livelock_fires_healthy_stays_quiet_and_every_panel_has_data(tmp_path: P
         assert api.alerts() == [], "the healthy conversation raised an alert"
 
         REPLAY.replay(LIVELOCK, f"http://127.0.0.1:{otlp}")
-        alert = stack.wait_for("the livelock alert to fire", lambda: _firing(api, LIVELOCK_ALERT))
+        alert = stack.wait_for("the livelock alert to fire", lambda: api.firing(LIVELOCK_ALERT))
         assert alert["labels"]["severity"] == "critical"
-        receivers = stack.wait_for("alertmanager", lambda: _in_alertmanager(am, LIVELOCK_ALERT))
+        receivers = stack.wait_for(
+            "alertmanager", lambda: stack.alertmanager_receivers(am, LIVELOCK_ALERT)
+        )
         assert receivers == ["compaction-oncall"]
 
         empty = []
