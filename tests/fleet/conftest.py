@@ -153,7 +153,7 @@ def _replayed(fleet: Fleet, n: int) -> bool | None:
     return (fleet.status(n)["pending_items"] == 0 and not raw) or None
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def fleet_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetRun]:
     """The fleet, after both bursts, the kill and the restart; still running."""
     folder = tmp_path_factory.mktemp("fleet")
