@@ -24,6 +24,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -243,6 +244,9 @@ def _answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - loopback only
             return bool(response.status == 200)
+    except urllib.error.HTTPError as err:
+        err.close()  # a 503 while starting: not ready yet
+        return False
     except OSError:
         return False
 

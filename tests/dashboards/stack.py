@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -40,9 +41,13 @@ def http(url: str, body: bytes | None = None, content_type: str = "application/j
     request = urllib.request.Request(url, data=body)  # noqa: S310 - loopback http only
     if body is not None:
         request.add_header("Content-Type", content_type)
-    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback http only
-        data: bytes = response.read()
-        return data
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - loopback http only
+            data: bytes = response.read()
+            return data
+    except urllib.error.HTTPError as err:
+        err.close()  # it holds the connection (a 503 from /readyz while starting)
+        raise
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout: float = TIMEOUT) -> T:
