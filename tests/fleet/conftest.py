@@ -10,9 +10,8 @@ window, then restarted on the same queue. The tests then read what every part sa
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from otel_compaction.demo import SCENARIOS, DemoResult, run_demo
 from otel_compaction.processor.decode import Signal, parse_json
 from otel_compaction.processor.extract import Item, ItemKind, span_items
 from tests.dashboards import stack
-from tests.fleet.fleet import Fleet, queue_dir, running_fleet
+from tests.fleet.fleet import Fleet, environ, queue_dir, running_fleet
 
 LIVELOCK_SCENARIO = "note004-livelock"
 # The SDK's batch span processor exports each agents' run once, at its end: one burst.
@@ -101,7 +100,6 @@ class FleetRun:
     raw_items_at_kill: int  # accepted, not yet applied spans on its disk at the kill
     life1_findings: list[dict[str, Any]]
     life2_metrics: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _received(fleet: Fleet, n: int) -> float:
@@ -110,7 +108,8 @@ def _received(fleet: Fleet, n: int) -> float:
 
 def _agents(fleet: Fleet, name: str, scenarios: list[Any]) -> Burst:
     endpoint = f"http://{fleet.ports.at('lb_http')}"
-    result = run_demo(fleet.folder / name, scenarios, otlp_endpoint=endpoint)
+    with environ(ONE_BURST):
+        result = run_demo(fleet.folder / name, scenarios, otlp_endpoint=endpoint)
     assert result.ok, [v for v in result.verdicts if not v.ok]
     traces = next(p for p in result.files if p.name == "traces.jsonl")
     return Burst(result, read_items(traces))
@@ -153,28 +152,17 @@ def _replayed(fleet: Fleet, n: int) -> bool | None:
     return (fleet.status(n)["pending_items"] == 0 and not raw) or None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def fleet_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FleetRun]:
     """The fleet, after both bursts, the kill and the restart; still running."""
     folder = tmp_path_factory.mktemp("fleet")
-    saved = {key: os.environ.get(key) for key in ONE_BURST}
-    os.environ.update(ONE_BURST)
-    try:
-        with running_fleet(folder) as fleet:
-            a, received, conversations = _burst_a(fleet)
-            b = _agents(fleet, "agents-b", [s for s in SCENARIOS if s.name == LIVELOCK_SCENARIO])
-            holder, raw_items = _kill_holding(fleet, received, b)
-            life1 = fleet.findings_logged(holder, 1)
-            fleet.start_replica(holder, life=2)
-            stack.wait_for(
-                "the restarted replica to apply burst B", lambda: _replayed(fleet, holder)
-            )
-            run = FleetRun(fleet, a, b, received, conversations, holder, raw_items, life1)
-            run.life2_metrics = fleet.metrics(holder)
-            yield run
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with running_fleet(folder) as fleet:
+        a, received, conversations = _burst_a(fleet)
+        b = _agents(fleet, "agents-b", [s for s in SCENARIOS if s.name == LIVELOCK_SCENARIO])
+        holder, raw_items = _kill_holding(fleet, received, b)
+        life1 = fleet.findings_logged(holder, 1)
+        fleet.start_replica(holder, life=2)
+        stack.wait_for("the restarted replica to apply burst B", lambda: _replayed(fleet, holder))
+        run = FleetRun(fleet, a, b, received, conversations, holder, raw_items, life1)
+        run.life2_metrics = fleet.metrics(holder)
+        yield run

@@ -222,14 +222,15 @@ def _jaeger(fleet: Fleet) -> None:
     ports = fleet.ports
     env = STACK_TOOL.jaeger_env(ports.port)  # the same names: jaeger_otlp_grpc, ...
     argv = [str(builds.jaeger()), f"--config={JAEGER_CONFIG}"]
-    with _environ(env):
+    with environ(env):
         fleet.stack.enter_context(stack.process(argv, fleet.folder, fleet.folder / "jaeger.log"))
     url = f"http://{ports.at('jaeger_query_http')}/api/services"
     stack.wait_for("jaeger", lambda: stack.http(url))
 
 
 @contextmanager
-def _environ(values: dict[str, str]) -> Iterator[None]:
+def environ(values: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``values`` set, restored on exit."""
     saved = {key: os.environ.get(key) for key in values}
     os.environ.update(values)
     try:
