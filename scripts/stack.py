@@ -281,8 +281,10 @@ def start(folder: Path, program: Program) -> int:
 def wait_ready(folder: Path, program: Program) -> bool:
     """Wait until ``program`` answers its readiness URL; False when it died or timed out."""
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+    # Not running_pid(): until the child has exec'd, /proc/<pid>/environ is still ours,
+    # without the stack's mark, and a program just started would look dead.
     while time.monotonic() < deadline:
-        if running_pid(folder, program.name) is None or _reaped(folder, program.name):
+        if _reaped(folder, program.name):
             return False
         if _answers(program.ready_url):
             return True
@@ -291,8 +293,10 @@ def wait_ready(folder: Path, program: Program) -> bool:
 
 
 def _reaped(folder: Path, name: str) -> bool:
-    pid = running_pid(folder, name)
-    if pid is None:
+    """Whether ``name``'s process, a child of this ``up``, has exited."""
+    try:
+        pid = int(_pid_file(folder, name).read_text(encoding="ascii"))
+    except (OSError, ValueError):
         return True
     try:
         done, _ = os.waitpid(pid, os.WNOHANG)
