@@ -443,6 +443,19 @@ METRIC_PROCESSOR_QUEUE: Final = MetricSpec(
     "{batch}",
     "Batches waiting in the persistent forwarding queue.",
 )
+METRIC_PROCESSOR_SNAPSHOT_DISCARDED: Final = MetricSpec(
+    "compaction.processor.snapshot.discarded",
+    "counter",
+    "{snapshot}",
+    "State snapshots found at start-up and not used (the replica started clean), by reason.",
+    ("compaction.processor.snapshot.reason",),
+)
+METRIC_PROCESSOR_SNAPSHOT_WRITE_ERRORS: Final = MetricSpec(
+    "compaction.processor.snapshot.write_errors",
+    "counter",
+    "{error}",
+    "State snapshots that could not be written (the previous snapshot stays in place).",
+)
 
 ERROR_STAGE: Final = "compaction.error.stage"
 # Stages at which the instrumentation may catch its own error (values of ERROR_STAGE).
@@ -452,6 +465,7 @@ ERROR_STAGES: Final = (
 PROCESSOR_SIGNAL: Final = "compaction.processor.signal"
 PROCESSOR_TRANSPORT: Final = "compaction.processor.transport"
 PROCESSOR_REASON: Final = "compaction.processor.reason"
+PROCESSOR_SNAPSHOT_REASON: Final = "compaction.processor.snapshot.reason"
 
 
 class ProcessorReason(StrEnum):
@@ -470,6 +484,16 @@ class ProcessorReason(StrEnum):
     REQUEST_TIMEOUT = "request_timeout"  # 408: not received within the request deadline
     PEER_CONNECTIONS = "peer_connections"  # 503: the peer holds max_connections_per_peer
     CONNECTIONS = "connections"  # 503: the receiver holds max_connections
+
+
+class SnapshotReason(StrEnum):
+    """Values of ``compaction.processor.snapshot.reason`` (why a state snapshot was not used)."""
+
+    TOO_LARGE = "too_large"  # over state.max_bytes: not read
+    TRUNCATED = "truncated"  # ends before its last line (a crash mid-write of a copy, a full disk)
+    CORRUPT = "corrupt"  # not JSON, checksum mismatch, or a value this engine cannot rebuild
+    FOREIGN_VERSION = "foreign_version"  # another format version or engine state layout
+    SETTINGS_CHANGED = "settings_changed"  # written under other detector settings
 
 
 ALL_METRICS: Final = (
@@ -494,6 +518,8 @@ ALL_METRICS: Final = (
     METRIC_PROCESSOR_FORWARDED,
     METRIC_PROCESSOR_SHED,
     METRIC_PROCESSOR_QUEUE,
+    METRIC_PROCESSOR_SNAPSHOT_DISCARDED,
+    METRIC_PROCESSOR_SNAPSHOT_WRITE_ERRORS,
 )
 
 

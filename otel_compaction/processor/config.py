@@ -132,6 +132,22 @@ class ForwardConfig(_Section):
     drain_timeout_seconds: float = Field(default=10.0, ge=0.0)
 
 
+class StateConfig(_Section):
+    """The snapshot of per-conversation engine state that survives a restart (off without a
+    directory); see ``processor/snapshot.py`` for the file and ``docs/processor.md``."""
+
+    directory: Path | None = None
+    snapshot_interval_seconds: float = Field(
+        default=30.0, gt=0.0, description="between periodic snapshots; one more on SIGTERM"
+    )
+    max_conversations: int = Field(
+        default=100_000, ge=1, description="most recently active kept when there are more"
+    )
+    max_bytes: int = Field(
+        default=256 * 1024 * 1024, ge=4096, description="snapshot file size limit, written and read"
+    )
+
+
 class MetricsConfig(_Section):
     """The Prometheus ``/metrics`` and ``/healthz`` endpoint, and optional OTLP export."""
 
@@ -148,6 +164,7 @@ class ProcessorConfig(_Section):
     output: OutputConfig = OutputConfig()
     forward: ForwardConfig = ForwardConfig()
     metrics: MetricsConfig = MetricsConfig()
+    state: StateConfig = StateConfig()
     detectors: dict[str, Any] = Field(default_factory=dict)
 
     def validate_all(self) -> list[str]:
@@ -169,6 +186,7 @@ class ProcessorConfig(_Section):
         errors.extend(_auth_errors(self.receivers.auth))
         errors.extend(_tls_errors(self.receivers.tls))
         errors.extend(_forward_errors(self.forward, self.output.mode))
+        errors.extend(_state_errors(self.state, self.forward.queue))
         errors.extend(self._detector_errors())
         return errors
 
@@ -261,6 +279,17 @@ def _forward_errors(forward: ForwardConfig, mode: str) -> list[str]:
     if forward.retry.max_interval_seconds < forward.retry.initial_interval_seconds:
         errors.append("forward.retry: max_interval_seconds is below initial_interval_seconds")
     return errors
+
+
+def _state_errors(state: StateConfig, queue: QueueConfig) -> list[str]:
+    if state.directory is None:
+        return []
+    if state.directory.exists() and not state.directory.is_dir():
+        return [f"state.directory: not a directory: {state.directory}"]
+    if queue.directory is not None and state.directory.resolve() == queue.directory.resolve():
+        # The queue takes every file in its directory for a batch or a crash leftover.
+        return ["state.directory: must not be forward.queue.directory"]
+    return []
 
 
 def load_config(

@@ -391,12 +391,18 @@ class Pipeline:
 
     # ----------------------------------------------------------------- thread
 
-    def run(self, stop: threading.Event) -> None:
-        """Step every tick until ``stop`` is set (the pipeline thread's body)."""
+    def run(self, stop: threading.Event, after_step: Callable[[], None] | None = None) -> None:
+        """Step every tick until ``stop`` is set (the pipeline thread's body).
+
+        ``after_step`` runs on this thread between steps, when the state is at rest
+        (the service's periodic state snapshot).
+        """
         tick = self.config.processing.tick_seconds
         while not stop.wait(tick):
             try:
                 self.step()
+                if after_step is not None:
+                    after_step()
             except Exception:  # the service keeps serving; the error is logged
                 logger.exception("pipeline step failed")
 

@@ -1,11 +1,14 @@
 """The processor service: receivers, pipeline, forwarder and admin endpoint wired together.
 
-Start-up order: the queue (replaying what a previous run left), the forwarder,
-the pipeline thread, then the listeners, then readiness. Shutdown (SIGTERM)
-runs it backwards: not ready, stop accepting (in-flight requests finish),
-apply everything still in the reorder window, hand it to the queue, send what
-can be sent within ``forward.drain_timeout_seconds``, and leave the rest on
-disk for the next start.
+Start-up order: the conversations' state (from the last snapshot, when
+``state.directory`` is set), the queue (replaying what a previous run left),
+the forwarder, the pipeline thread, then the listeners, then readiness.
+Shutdown (SIGTERM) runs it backwards: not ready, stop accepting (in-flight
+requests finish), apply everything still in the reorder window, hand it to the
+queue, write the state snapshot, send what can be sent within
+``forward.drain_timeout_seconds``, and leave the rest on disk for the next
+start. Between those, the pipeline thread writes a snapshot every
+``state.snapshot_interval_seconds``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import signal
 import ssl
 import sys
 import threading
+import time
 from types import FrameType
 from typing import Any, TextIO
 
@@ -25,6 +29,8 @@ from otel_compaction.processor.grpc import GrpcReceiver, server_credentials
 from otel_compaction.processor.http import HttpReceiver
 from otel_compaction.processor.pipeline import Pipeline
 from otel_compaction.processor.queue import Entry, PersistentQueue
+from otel_compaction.processor.snapshot import SnapshotRejected, SnapshotStore
+from otel_compaction.processor.snapshot_codec import SnapshotError
 from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason
 
@@ -71,9 +77,22 @@ class ProcessorService:
             self.forwarder = Forwarder(
                 self.queue, make_sender(fwd), fwd.retry, on_result=self._forwarded
             )
+        self.snapshots: SnapshotStore | None = None
+        if config.state.directory is not None:
+            self.snapshots = SnapshotStore(
+                config.state.directory,
+                self.pipeline.settings,
+                max_conversations=config.state.max_conversations,
+                max_bytes=config.state.max_bytes,
+            )
+        self.restored = 0
+        self._next_snapshot = float("inf")
         self._stop_pipeline = threading.Event()
         self._pipeline_thread = threading.Thread(
-            target=self.pipeline.run, args=(self._stop_pipeline,), name="pipeline", daemon=True
+            target=self.pipeline.run,
+            args=(self._stop_pipeline, self._periodic_snapshot),
+            name="pipeline",
+            daemon=True,
         )
         self.grpc: GrpcReceiver | None = None
         self.http: HttpReceiver | None = None
@@ -83,7 +102,8 @@ class ProcessorService:
     # ------------------------------------------------------------- lifecycle
 
     def start(self) -> None:
-        """Replay the queue, start every thread and listener, then report ready."""
+        """Restore the state, replay the queue, start every thread and listener, report ready."""
+        self._restore()
         recovered = self.pipeline.recover()
         if recovered:
             logger.warning("replaying %d batches accepted before the last stop", recovered)
@@ -135,6 +155,7 @@ class ProcessorService:
         self._stop_pipeline.set()
         self._pipeline_thread.join()
         self.pipeline.drain()
+        self._save_snapshot()
         emptied = True
         if self.forwarder is not None:
             emptied = self.forwarder.stop(self.config.forward.drain_timeout_seconds)
@@ -165,6 +186,45 @@ class ProcessorService:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
         return 0
+
+    # ----------------------------------------------------------------- state
+
+    def _restore(self) -> None:
+        if self.snapshots is None:
+            return
+        self._next_snapshot = time.monotonic() + self.config.state.snapshot_interval_seconds
+        try:
+            self.restored = self.snapshots.load(self.pipeline.state)
+        except SnapshotRejected as exc:
+            logger.warning("state snapshot not used, starting with no conversations: %s", exc)
+            self.metrics.snapshot_discarded(exc.reason)
+        except OSError:
+            logger.exception("state snapshot unreadable, starting with no conversations")
+        else:
+            if self.restored:
+                logger.warning("restored %d conversations from the state snapshot", self.restored)
+
+    def _periodic_snapshot(self) -> None:
+        """The pipeline thread's hook: a snapshot when one is due."""
+        if time.monotonic() >= self._next_snapshot:
+            self._next_snapshot = time.monotonic() + self.config.state.snapshot_interval_seconds
+            self._save_snapshot()
+
+    def _save_snapshot(self) -> None:
+        if self.snapshots is None:
+            return
+        try:
+            saved = self.snapshots.save(self.pipeline.state)
+        except (OSError, SnapshotError):
+            logger.exception("state snapshot not written; the previous one stays")
+            self.metrics.snapshot_write_error()
+            return
+        if saved.left_out:
+            logger.warning(
+                "state snapshot: %d conversations kept, %d least recent left out (state.max_*)",
+                saved.conversations,
+                saved.left_out,
+            )
 
     # ----------------------------------------------------------------- parts
 

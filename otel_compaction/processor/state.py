@@ -178,6 +178,28 @@ class ConversationState:
             self._marks.pop(conversation_id, None)
         return expired
 
+    def tracked(self) -> list[tuple[ConversationAnalyzer, float, int]]:
+        """Each tracked conversation's analyzer, idle seconds and turn mark, least recent first."""
+        now = self._clock()
+        out = []
+        for conversation_id in self.registry.ids():
+            analyzer = self.registry.peek(conversation_id)
+            if analyzer is not None:
+                mark = self._marks.get(conversation_id, 0)
+                out.append((analyzer, max(0.0, now - analyzer.last_seen), mark))
+        return out
+
+    def adopt(self, conversation_id: str, idle: float, mark: int) -> ConversationAnalyzer:
+        """A fresh analyzer for a conversation restored from a snapshot (its state set after).
+
+        Adopted least recent first, conversations keep their order in the registry's LRU.
+        """
+        analyzer = self.registry.get(conversation_id)
+        analyzer.last_seen = self._clock() - idle
+        if mark > 0:
+            self._mark(analyzer.conversation_id, mark)
+        return analyzer
+
     def apply(self, groups: list[tuple[str, list[Item]]]) -> list[Applied]:
         """Feed each conversation's items to the engine in turn order; return what it took.
 

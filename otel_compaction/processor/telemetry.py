@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from otel_compaction import semconv as sc
 from otel_compaction.emit.metrics import CompactionMetrics, create_gauge, create_instrument
 from otel_compaction.processor.decode import Signal
-from otel_compaction.semconv import ProcessorReason
+from otel_compaction.semconv import ProcessorReason, SnapshotReason
 
 TRANSPORTS = ("grpc", "http")
 # The reasons a receiver can refuse items, and those that lose accepted items.
@@ -83,6 +83,8 @@ class ProcessorMetrics:
         self._forwarded = create_instrument(meter, sc.METRIC_PROCESSOR_FORWARDED)
         self._shed = create_instrument(meter, sc.METRIC_PROCESSOR_SHED)
         self._queue = create_gauge(meter, sc.METRIC_PROCESSOR_QUEUE, queue_size)
+        self._discarded = create_instrument(meter, sc.METRIC_PROCESSOR_SNAPSHOT_DISCARDED)
+        self._write_errors = create_instrument(meter, sc.METRIC_PROCESSOR_SNAPSHOT_WRITE_ERRORS)
         self._prime()
 
     def _prime(self) -> None:
@@ -96,6 +98,9 @@ class ProcessorMetrics:
             self.dropped(reason, 0)
         for reason in SHED_REASONS:
             self.shed(reason, 0)
+        for problem in SnapshotReason:
+            self.snapshot_discarded(problem, 0)
+        self._write_errors.add(0)
 
     def received(self, signal: Signal, transport: str, count: int) -> None:
         """Count items accepted by a receiver."""
@@ -120,6 +125,14 @@ class ProcessorMetrics:
     def forwarded(self, signal: Signal, count: int) -> None:
         """Count items delivered downstream."""
         self._forwarded.add(count, {sc.PROCESSOR_SIGNAL: signal.spec.name})
+
+    def snapshot_discarded(self, reason: SnapshotReason, count: int = 1) -> None:
+        """Count a state snapshot not used at start-up, with the reason."""
+        self._discarded.add(count, {sc.PROCESSOR_SNAPSHOT_REASON: reason.value})
+
+    def snapshot_write_error(self) -> None:
+        """Count a state snapshot that could not be written."""
+        self._write_errors.add(1)
 
     def exposition(self) -> bytes:
         """The Prometheus text exposition of every metric."""

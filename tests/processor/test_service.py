@@ -3,28 +3,26 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
-from opentelemetry.sdk.trace.export import SpanExportResult
 
 from otel_compaction import semconv as sc
 from tests.processor.downstream import Downstream, free_port
 from tests.processor.golden import TESTDATA
 from tests.processor.scenarios import SCENARIOS, render
-from tests.processor.service_util import running, wait_for
+from tests.processor.service_util import (
+    export_spans,
+    http_ready,
+    running,
+    start_process,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _get(port: int, path: str) -> tuple[int, bytes]:
@@ -66,12 +64,6 @@ def test_health_and_readiness(tmp_path: Path) -> None:
     assert json.loads(body)["mode"] == "tap"
 
 
-def _export(port: int, spans: list[Any]) -> None:
-    exporter = HttpExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces")
-    for start in range(0, len(spans), 7):
-        assert exporter.export(spans[start : start + 7]) is SpanExportResult.SUCCESS
-
-
 def test_downstream_outage_loses_nothing_and_keeps_order(tmp_path: Path) -> None:
     """Enrich mode, next hop down: every accepted span arrives, in order, once it is up."""
     downstream = Downstream(free_port())
@@ -83,7 +75,7 @@ def test_downstream_outage_loses_nothing_and_keeps_order(tmp_path: Path) -> None
                      processing={"reorder_window_seconds": 0.05}) as (service, _out):  # fmt: skip
             assert service.http is not None
             assert service.queue is not None
-            _export(service.http.port, spans)
+            export_spans(service.http.port, spans)
             assert wait_for(lambda: service.forwarder is not None
                             and service.forwarder.last_error is not None)  # fmt: skip
             assert len(service.queue) > 0
@@ -95,19 +87,6 @@ def test_downstream_outage_loses_nothing_and_keeps_order(tmp_path: Path) -> None
         assert len(flagged) == 3
     finally:
         downstream.stop()
-
-
-def _start(config: Path, name: str = "run") -> subprocess.Popen[bytes]:
-    """The processor as a child process; its stdout and stderr go to files beside the config."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with (
-        open(config.with_name(f"{name}.out"), "wb") as out,
-        open(config.with_name(f"{name}.err"), "wb") as err,
-    ):
-        return subprocess.Popen(
-            [sys.executable, "-m", "otel_compaction", "processor", "--config", str(config)],
-            stdout=out, stderr=err, env=env,
-        )  # fmt: skip
 
 
 def _write_config(tmp_path: Path, mode: str, downstream: int, window: float) -> tuple[Path, int]:
@@ -126,36 +105,23 @@ def _write_config(tmp_path: Path, mode: str, downstream: int, window: float) -> 
     return path, http_port
 
 
-def _ready(port: int) -> bool:
-    try:
-        import http.client
-
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-        conn.request("GET", "/")
-        conn.getresponse().read()
-        conn.close()
-    except OSError:
-        return False
-    return True
-
-
 def test_kill_and_restart_mid_stream_replays_the_queue(tmp_path: Path) -> None:
     """SIGKILL after accepting spans (next hop down): the restarted process delivers them all."""
     downstream = Downstream(free_port())
     config, port = _write_config(tmp_path, "enrich", downstream.port, window=30.0)
     spans = render("boundary_000", SCENARIOS["boundary_000"](), 1).spans
-    first = _start(config, "first")
+    first = start_process(config, "first")
     try:
-        assert wait_for(lambda: _ready(port), timeout=30)
-        _export(port, spans[:21])
+        assert wait_for(lambda: http_ready(port), timeout=30)
+        export_spans(port, spans[:21])
     finally:
         first.kill()
         first.wait(10)
     assert list((tmp_path / "queue").glob("*.raw"))  # accepted, unprocessed, on disk
-    second = _start(config, "second")
+    second = start_process(config, "second")
     try:
-        assert wait_for(lambda: _ready(port), timeout=30)
-        _export(port, spans[21:])
+        assert wait_for(lambda: http_ready(port), timeout=30)
+        export_spans(port, spans[21:])
         downstream.start()
         second.send_signal(signal.SIGTERM)
         assert second.wait(30) == 0, (tmp_path / "second.err").read_text()
@@ -205,10 +171,10 @@ def test_sigterm_applies_the_window_and_sends_the_findings_before_exit(tmp_path:
     downstream.start()
     config, port = _write_config(tmp_path, "tap", downstream.port, window=30.0)
     spans = render("boundary_000", SCENARIOS["boundary_000"](), 1).spans
-    process = _start(config)
+    process = start_process(config)
     try:
-        assert wait_for(lambda: _ready(port), timeout=30)
-        _export(port, spans)
+        assert wait_for(lambda: http_ready(port), timeout=30)
+        export_spans(port, spans)
         process.send_signal(signal.SIGTERM)
         assert process.wait(30) == 0, (tmp_path / "run.err").read_text()
         stdout = (tmp_path / "run.out").read_text()

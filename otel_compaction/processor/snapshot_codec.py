@@ -1,0 +1,285 @@
+"""The engine's per-conversation state as JSON values: a walk over allow-listed classes.
+
+What a conversation's analyzer knows is the value of its ``__slots__`` and of
+the trackers it holds. :func:`encode_analyzer` walks them generically: every
+slot of every class in :data:`ENGINE_OBJECTS` is written, except the slots the
+constructor rebuilds from the settings (:data:`ENGINE_OBJECTS`' second column:
+locks, clocks, shared tables); the values in those slots may only be of the
+types below. :func:`decode_state` turns the JSON back into values, and
+:func:`apply_state` sets them on a freshly built analyzer of the same id and
+settings, whose derived slots stay as built.
+
+Nothing goes stale silently when the engine changes: :func:`engine_digest`
+hashes the class names, slot and field names (in order), derived slots, enum
+members and the platform facts the values depend on, and a snapshot whose digest
+differs is foreign (the processor starts clean). A new slot holding a type not
+listed here makes :func:`encode_analyzer` raise ``SnapshotError`` naming it
+(the property test of ``tests/processor/test_snapshot_codec.py`` fails) until
+it is listed. A slot that keeps its name but changes its meaning must bump
+:data:`STATE_REVISION`.
+
+Value encoding (no code is ever run to read it: only the listed classes are built):
+
+=====================================  =========================================================
+Python                                 JSON
+=====================================  =========================================================
+None, bool, int, str                   as is
+float                                  as is when finite, else ``{"$f": "nan" | "inf" | "-inf"}``
+tuple                                  a list
+list                                   ``{"$l": [...]}``
+bytes                                  ``{"$b": "<base64>"}``
+frozenset of 64-bit ints               ``{"$q": "<base64 of the sorted little-endian int64s>"}``
+other frozenset / set                  ``{"$s": [...]}`` (sorted by their JSON text)
+``array.array``                        ``{"$a": "<typecode>", "v": [...]}``
+dict                                   ``{"$d": [[key, value], ...]}`` (order kept)
+a listed enum                          ``{"$e": "<class>", "v": <value>}``
+a listed dataclass or engine object    ``{"$o": "<class>", "v": [<fields or slots in order>]}``
+=====================================  =========================================================
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import json
+import math
+import struct
+import sys
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Final
+
+from otel_compaction.analyzer import ConversationAnalyzer
+from otel_compaction.lineage import text
+from otel_compaction.lineage.cycles import CycleAccumulator
+from otel_compaction.lineage.tracker import LineageTracker, _Known
+from otel_compaction.model import CompactionRecord, Cycle, PhaseTransition, Pressure
+from otel_compaction.semconv import CompactionMode, CompactionSource, PhaseSource
+from otel_compaction.signals.phase import PhaseTracker
+from otel_compaction.signals.pressure import PressureTracker
+
+STATE_REVISION: Final = 1
+"""Bump when a slot keeps its name but its value changes meaning."""
+
+ENGINE_OBJECTS: Final[dict[type, frozenset[str]]] = {
+    ConversationAnalyzer: frozenset(
+        # conversation_id and last_seen are the snapshot line's own fields.
+        {"_clock", "_detectors", "_lock", "_on_finding", "settings", "conversation_id", "last_seen"}
+    ),
+    PressureTracker: frozenset({"_weights"}),
+    PhaseTracker: frozenset({"_tables", "_categorize"}),
+    LineageTracker: frozenset({"_settings", "_conversation_id"}),
+}
+"""Classes restored in place onto a fresh instance, with the slots their constructor derives."""
+
+VALUE_CLASSES: Final = (
+    CycleAccumulator,
+    Pressure,
+    PhaseTransition,
+    CompactionRecord,
+    Cycle,
+    _Known,
+    text.Sketch,
+)
+"""Dataclasses rebuilt from their fields."""
+
+ENUMS: Final = (PhaseSource, CompactionSource, CompactionMode)
+
+_INT64 = struct.Struct("<q")
+_MIN64, _MAX64 = -(2**63), 2**63 - 1
+
+
+class SnapshotError(ValueError):
+    """A value cannot be encoded, or the JSON is not a state this engine wrote."""
+
+
+def state_slots(cls: type) -> tuple[str, ...]:
+    """The slots of an engine object that a snapshot keeps, sorted."""
+    slots: set[str] = set()
+    for klass in cls.__mro__:
+        declared = klass.__dict__.get("__slots__", ())
+        slots.update((declared,) if isinstance(declared, str) else declared)
+    return tuple(sorted(slots - ENGINE_OBJECTS[cls]))
+
+
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+_OBJECTS: Final = {cls.__name__: (cls, state_slots(cls)) for cls in ENGINE_OBJECTS}
+_VALUES: Final = {cls.__name__: (cls, _field_names(cls)) for cls in VALUE_CLASSES}
+_ENUMS: Final[dict[str, type[Enum]]] = {cls.__name__: cls for cls in ENUMS}
+
+
+def engine_digest() -> str:
+    """16 hex digits naming the state layout this engine reads and writes."""
+    shape = {
+        "revision": STATE_REVISION,
+        "objects": [[n, s, sorted(ENGINE_OBJECTS[c])] for n, (c, s) in sorted(_OBJECTS.items())],
+        "values": [[name, fields] for name, (_, fields) in sorted(_VALUES.items())],
+        "enums": [[name, [m.value for m in cls]] for name, cls in sorted(_ENUMS.items())],
+        # The belief is native float64 bytes; sketch hashes are Python's int-tuple hash.
+        "platform": [sys.byteorder, sys.hash_info.width, sys.hash_info.algorithm],
+        "shingle_probe": sorted(text.shingles(["snapshot", "probe"], text.SHINGLE_WORDS)),
+    }
+    blob = json.dumps(shape, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+# ------------------------------------------------------------------ encoding
+
+
+def encode_analyzer(analyzer: ConversationAnalyzer) -> Any:
+    """The analyzer's state as a JSON value (its id and idle time are not included)."""
+    return encode(analyzer)
+
+
+def encode(value: Any) -> Any:
+    """One value as JSON (see the module docstring); ``SnapshotError`` for an unlisted type."""
+    # Exact types: a StrEnum is a str and a NamedTuple a tuple, and both must come back as such.
+    kind = type(value)
+    if value is None or kind is bool or kind is int or kind is str:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else {"$f": repr(value)}
+    if kind is tuple:
+        return [encode(v) for v in value]
+    encoder = _ENCODERS.get(kind)
+    if encoder is not None:
+        return encoder(value)
+    name = kind.__name__
+    if _ENUMS.get(name) is kind:
+        return {"$e": name, "v": value.value}
+    for table in (_OBJECTS, _VALUES):
+        entry = table.get(name)
+        if entry is not None and entry[0] is kind:
+            return {"$o": name, "v": [encode(getattr(value, n)) for n in entry[1]]}
+    raise SnapshotError(
+        f"cannot snapshot a {kind.__module__}.{kind.__qualname__}: "
+        "list it in processor/snapshot_codec.py (or derive it in the constructor)"
+    )
+
+
+def _encode_set(value: frozenset[Any] | set[Any]) -> Any:
+    if all(type(v) is int and _MIN64 <= v <= _MAX64 for v in value):
+        packed = b"".join(map(_INT64.pack, sorted(value)))
+        return {"$q": base64.b64encode(packed).decode("ascii")}
+    return {"$s": sorted((encode(v) for v in value), key=_json_key)}
+
+
+def _json_key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+_ENCODERS: Final[dict[type, Callable[[Any], Any]]] = {
+    list: lambda v: {"$l": [encode(x) for x in v]},
+    bytes: lambda v: {"$b": base64.b64encode(v).decode("ascii")},
+    frozenset: _encode_set,
+    set: _encode_set,
+    array: lambda v: {"$a": v.typecode, "v": v.tolist()},
+    dict: lambda v: {"$d": [[encode(k), encode(x)] for k, x in v.items()]},
+}
+
+
+# ------------------------------------------------------------------ decoding
+
+
+@dataclass(frozen=True, slots=True)
+class Restored:
+    """A decoded engine object: the values of its state slots, to set on a fresh one."""
+
+    cls: type
+    values: dict[str, Any]
+
+
+def decode_state(raw: Any) -> Restored:
+    """The JSON of :func:`encode_analyzer` as values; ``SnapshotError`` when it is not one."""
+    restored = decode(raw)
+    if not isinstance(restored, Restored) or restored.cls is not ConversationAnalyzer:
+        raise SnapshotError("a conversation's state must be a ConversationAnalyzer object")
+    return restored
+
+
+def decode(raw: Any) -> Any:
+    """The inverse of :func:`encode`; engine objects come back as :class:`Restored`."""
+    kind = type(raw)
+    if kind in _PLAIN:
+        return raw
+    if kind is list:
+        return tuple(map(decode, raw))
+    if kind is not dict or len(raw) not in (1, 2):
+        raise SnapshotError(f"not an encoded value: {_short(raw)}")
+    tag = next(iter(raw))
+    decoder = _DECODERS.get(tag)
+    if decoder is None:
+        raise SnapshotError(f"unknown value tag {tag!r}")
+    try:
+        return decoder(raw)
+    except SnapshotError:
+        raise
+    except (KeyError, TypeError, ValueError, OverflowError, struct.error) as exc:
+        raise SnapshotError(f"bad {tag} value {_short(raw)}: {exc}") from None
+
+
+_PLAIN: Final = frozenset({type(None), bool, int, float, str})
+
+
+def _decode_object(raw: dict[str, Any]) -> Any:
+    name, items = raw["$o"], raw["v"]
+    entry = _OBJECTS.get(name) or _VALUES.get(name)
+    if entry is None:
+        raise SnapshotError(f"not an engine class: {name!r}")
+    cls, names = entry
+    if not isinstance(items, list) or len(items) != len(names):
+        raise SnapshotError(f"{name}: expected {len(names)} values")
+    values = dict(zip(names, map(decode, items), strict=True))
+    if name in _OBJECTS:
+        return Restored(cls, values)
+    return cls(**values)
+
+
+def _decode_float(raw: dict[str, Any]) -> float:
+    if raw["$f"] not in ("nan", "inf", "-inf"):
+        raise SnapshotError(f"not a float: {raw['$f']!r}")
+    return float(raw["$f"])
+
+
+def _decode_ints(raw: dict[str, Any]) -> frozenset[int]:
+    packed = base64.b64decode(raw["$q"], validate=True)
+    return frozenset(v for (v,) in _INT64.iter_unpack(packed))
+
+
+def _decode_enum(raw: dict[str, Any]) -> Enum:
+    return _ENUMS[raw["$e"]](raw["v"])
+
+
+_DECODERS: Final[dict[str, Callable[[dict[str, Any]], Any]]] = {
+    "$o": _decode_object,
+    "$f": _decode_float,
+    "$l": lambda raw: [decode(v) for v in raw["$l"]],
+    "$b": lambda raw: base64.b64decode(raw["$b"], validate=True),
+    "$q": _decode_ints,
+    "$s": lambda raw: frozenset(decode(v) for v in raw["$s"]),
+    "$a": lambda raw: array(raw["$a"], raw["v"]),
+    "$d": lambda raw: {decode(k): decode(v) for k, v in raw["$d"]},
+    "$e": _decode_enum,
+}
+
+
+def apply_state(target: object, restored: Restored) -> None:
+    """Set ``restored``'s values on ``target``, a fresh object of its class, recursively."""
+    if type(target) is not restored.cls:
+        raise SnapshotError(f"expected a {restored.cls.__name__}, found {type(target).__name__}")
+    for name, value in restored.values.items():
+        if isinstance(value, Restored):
+            apply_state(getattr(target, name), value)
+        else:
+            setattr(target, name, value)
+
+
+def _short(raw: Any) -> str:
+    text_ = repr(raw)
+    return text_ if len(text_) <= 80 else text_[:77] + "..."
