@@ -1,0 +1,76 @@
+"""The processor benchmark's payloads and report (the benchmark itself is no test)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from otel_compaction import semconv as sc
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench() -> Iterator[dict[str, ModuleType]]:
+    """The benchmark's modules, imported the way the scripts import them (siblings)."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import otlp_harness  # type: ignore[import-not-found,unused-ignore]
+        import processor_payloads  # type: ignore[import-not-found,unused-ignore]
+        import processor_throughput  # type: ignore[import-not-found,unused-ignore]
+
+        yield {"payloads": processor_payloads, "harness": otlp_harness,
+               "report": processor_throughput}  # fmt: skip
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def _conversations(body: bytes) -> set[str]:
+    request = ExportTraceServiceRequest.FromString(body)
+    return {
+        kv.value.string_value
+        for rs in request.resource_spans
+        for ss in rs.scope_spans
+        for span in ss.spans
+        for kv in span.attributes
+        if kv.key == sc.CONVERSATION_ID
+    }
+
+
+def test_each_pass_is_new_conversations_and_traces(bench: dict[str, ModuleType]) -> None:
+    """Renaming a request for another pass keeps it valid and changes every id the processor
+    keys on, and the request tag names the request."""
+    mod = bench["payloads"]
+    template = mod.payloads(3, turns=4)[0]
+    first, second = mod.tagged(template, 1, 10), mod.tagged(template, 2, 11)
+    assert len(first) == len(second) == len(template)
+    assert _conversations(first).isdisjoint(_conversations(second))
+    traces = [
+        {s.trace_id for s in ExportTraceServiceRequest.FromString(b).resource_spans[0]
+         .scope_spans[0].spans}
+        for b in (first, second)
+    ]  # fmt: skip
+    assert traces[0].isdisjoint(traces[1])
+    assert b"#Q000011#" in second
+    requests = bench["harness"].Requests([template, template], first_pass=5)
+    assert requests.spans_in(3) == 3 * mod.count_spans([template])
+    assert requests.next()[0] == 5
+
+
+def test_the_report_states_each_target_from_the_rounds(bench: dict[str, ModuleType]) -> None:
+    """The generated block judges both targets on the medians of the rounds."""
+    saved = BENCH / "results" / "processor_throughput.json"
+    results = json.loads(saved.read_text())
+    text = bench["report"].markdown(results)
+    assert "Throughput target (B per CPU second ≥ A): **not met**" in text
+    results["peak"]["B"] = [dict(r, spans_per_cpu_s=10**7) for r in results["peak"]["B"]]
+    results["latency"]["B"] = [dict(r, p99_ms=1.0) for r in results["latency"]["B"]]
+    text = bench["report"].markdown(results)
+    assert "Throughput target (B per CPU second ≥ A): **met**" in text
+    assert "Latency target (B's p99 ≤ A's): **met**" in text
