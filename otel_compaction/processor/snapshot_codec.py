@@ -57,7 +57,7 @@ from otel_compaction.lineage import text
 from otel_compaction.lineage.cycles import CycleAccumulator
 from otel_compaction.lineage.tracker import LineageTracker, _Known
 from otel_compaction.model import CompactionRecord, Cycle, PhaseTransition, Pressure
-from otel_compaction.semconv import CompactionMode, CompactionSource, PhaseSource
+from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind, PhaseSource
 from otel_compaction.signals.phase import PhaseTracker
 from otel_compaction.signals.pressure import PressureTracker
 
@@ -67,10 +67,19 @@ STATE_REVISION: Final = 1
 ENGINE_OBJECTS: Final[dict[type, frozenset[str]]] = {
     ConversationAnalyzer: frozenset(
         # conversation_id and last_seen are the snapshot line's own fields.
-        {"_clock", "_detectors", "_lock", "_on_finding", "settings", "conversation_id", "last_seen"}
+        {
+            "_clock",
+            "_detectors",
+            "_later",
+            "_lock",
+            "_on_finding",
+            "settings",
+            "conversation_id",
+            "last_seen",
+        }
     ),
     PressureTracker: frozenset({"_weights"}),
-    PhaseTracker: frozenset({"_tables", "_categorize"}),
+    PhaseTracker: frozenset({"_tables", "_categorize", "_rules"}),
     LineageTracker: frozenset({"_settings", "_conversation_id"}),
 }
 """Classes restored in place onto a fresh instance, with the slots their constructor derives."""
@@ -86,7 +95,7 @@ VALUE_CLASSES: Final = (
 )
 """Dataclasses rebuilt from their fields."""
 
-ENUMS: Final = (PhaseSource, CompactionSource, CompactionMode)
+ENUMS: Final = (PhaseSource, CompactionSource, CompactionMode, FindingKind)
 
 _INT64 = struct.Struct("<q")
 _MIN64, _MAX64 = -(2**63), 2**63 - 1

@@ -139,19 +139,19 @@ def test_tap_mode_sigkill_with_spans_in_the_window_loses_none(tmp_path: Path) ->
     downstream = Downstream(free_port())
     config, port = _write_config(tmp_path, "tap", downstream.port, window=30.0)
     spans = render("boundary_000", SCENARIOS["boundary_000"](), 1).spans
-    first = _start(config, "first")
+    first = start_process(config, "first")
     try:
-        assert wait_for(lambda: _ready(port), timeout=30)
-        _export(port, spans)
+        assert wait_for(lambda: http_ready(port), timeout=30)
+        export_spans(port, spans)
     finally:
         first.kill()
         first.wait(10)
     assert not (tmp_path / "first.out").read_text()  # nothing applied before the kill
     assert list((tmp_path / "queue").glob("*.raw"))  # accepted, on disk
     downstream.start()
-    second = _start(config, "second")
+    second = start_process(config, "second")
     try:
-        assert wait_for(lambda: _ready(port), timeout=30)
+        assert wait_for(lambda: http_ready(port), timeout=30)
         second.send_signal(signal.SIGTERM)
         assert second.wait(30) == 0, (tmp_path / "second.err").read_text()
         stdout = (tmp_path / "second.out").read_text()

@@ -63,7 +63,9 @@ def _config(tmp_path: Path, mode: str, downstream: int) -> tuple[Path, int]:
 
 def _findings(tmp_path: Path, name: str) -> list[dict[str, Any]]:
     stdout = (tmp_path / f"{name}.out").read_text()
-    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    found = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    # The oracle file is sorted (make_testdata); findings settled later print later.
+    return sorted(found, key=lambda d: json.dumps(d, sort_keys=True))
 
 
 def _oracle() -> list[dict[str, Any]]:
@@ -103,7 +105,7 @@ def test_after_sigterm_a_livelock_finding_comes_on_the_next_compaction(tmp_path:
         export_spans(port, after)
         _stop(second, tmp_path, "second")
         assert _findings(tmp_path, "second") == _oracle()
-        assert [s.name for s in downstream.spans()] == [sc.SPAN_FINDING] * 3
+        assert [s.name for s in downstream.spans()] == [sc.SPAN_FINDING] * len(_oracle())
         assert "restored 1 conversations" in (tmp_path / "second.err").read_text()
     finally:
         for process in (first, second):
