@@ -91,6 +91,12 @@ class Settings(BaseModel):
     max_conversations: int = Field(10_000, ge=1)
     conversation_idle_seconds: float = Field(3600.0, gt=0.0)
     max_compactions_per_conversation: int = Field(64, ge=4)
+    history_max_chars: int = Field(
+        16_000_000,
+        ge=0,
+        description="characters of request history the instrumentation keeps over all "
+        "conversations (the caller's message objects; the current one is always kept)",
+    )
 
     # Content capture (off unless the GenAI env var opts in).
     capture_content: bool = False

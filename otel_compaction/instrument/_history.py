@@ -43,6 +43,11 @@ MAX_MESSAGES = 50_000
 """Messages kept over all those histories: the tracker holds references to the agent's
 message objects, so a process that ran many long conversations must not keep them all alive
 until they expire (the least recently used histories go first, never the current one)."""
+MAX_CHARS = 16_000_000
+"""Characters of text over all remembered histories: the messages held are the caller's
+own objects, so a process that starts conversations with huge messages and drops them must
+not keep gigabytes alive (``Settings.history_max_chars``; the current history is never
+dropped, whatever its size)."""
 MAX_PER_ANCHOR = 8
 TAIL_KEYS = 8
 MAX_SUMMARIES = 4096
@@ -148,17 +153,19 @@ class HistoryTracker:
         idle_seconds: histories unused this long are forgotten.
         max_histories: bound on remembered histories (LRU).
         max_messages: bound on the messages of all remembered histories (LRU).
+        max_chars: bound on the characters of all remembered histories (LRU).
         clock: monotonic seconds.
     """
 
     idle_seconds: float = 3600.0
     max_histories: int = MAX_HISTORIES
     max_messages: int = MAX_MESSAGES
+    max_chars: int = MAX_CHARS
     clock: Callable[[], float] = time.monotonic
     _by_id: OrderedDict[str, _History] = field(default_factory=OrderedDict, init=False)
     _by_anchor: dict[int, list[str]] = field(default_factory=dict, init=False)
     _by_tail: dict[int, str] = field(default_factory=dict, init=False)
-    _stale: set[str] = field(default_factory=set, init=False)
+    _stale: dict[str, None] = field(default_factory=dict, init=False)
     """Histories whose entries in ``_by_tail`` are behind their facts: brought up to date
     only before the tail index is read (rarely), so a continuing call computes no keys."""
     _summaries: OrderedDict[int, str] = field(default_factory=OrderedDict, init=False)
@@ -168,6 +175,8 @@ class HistoryTracker:
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _retained: int = field(default=0, init=False)
     """Messages held by all histories (``max_messages`` bounds it)."""
+    _retained_chars: int = field(default=0, init=False)
+    """Characters of the messages held by all histories (``max_chars`` bounds it)."""
     _now: float = field(default=0.0, init=False)
     """The clock at the start of the current placement (read once per call, by ``_expire``)."""
     _oldest_used: float = field(default=-math.inf, init=False)
@@ -260,16 +269,15 @@ class HistoryTracker:
         head = self._head(messages)
         anchor = _anchor(system_key, head)
         candidates = [self._by_id[c] for c in reversed(self._by_anchor.get(anchor, ()))]
-        for history in candidates:
-            added = _grow(history, messages)
-            if added is not None:
-                return self._extend(history, added, inferred=True)
+        extended = self._extended(candidates, messages)
+        if extended is not None:
+            return extended
         msgs = tuple(messages)
         facts = head + [describe(m) for m in msgs[len(head) :]]
-        for history in candidates:
-            rewrite = self._rewrite(history, facts, msgs)
-            if rewrite is not None:
-                return self._continue(history, system_key, msgs, facts, rewrite)
+        rewritten = self._best_rewrite(candidates, facts, msgs)
+        if rewritten is not None:
+            history, rewrite = rewritten
+            return self._continue(history, system_key, msgs, facts, rewrite)
         branched = self._branch(candidates, facts, len(head))
         if branched is not None:
             history, common = branched
@@ -278,10 +286,36 @@ class HistoryTracker:
             )
         found = self._by_summary(facts) or self._by_shared_tail(system_key, facts)
         if found is not None:
-            rewrite = self._rewrite(found, facts, msgs)
-            return self._continue(found, system_key, msgs, facts, rewrite)
+            return self._continue(found, system_key, msgs, facts, self._rewrite(found, facts, msgs))
         cid = new_conversation_id()
         return self._store(cid, system_key, msgs, facts, inferred=True, first=True)
+
+    def _extended(
+        self, candidates: Sequence[_History], messages: Sequence[Any]
+    ) -> Placement | None:
+        """The placement of a request that extends a candidate's last request, if one does.
+
+        One candidate (the common case): it. Several (agents that started alike): the one
+        whose last response the request sends back first, else the most recently used (the
+        candidates come in that order): never a set or hash order. A request *equal* to an
+        answered last request (nothing new, a response was given) is another agent opening
+        the same way: a conversation of its own, which its next call tells apart by the
+        response it sends back.
+        """
+        if len(candidates) > 1:
+            candidates = _by_response(candidates, messages)
+        for history in candidates:
+            added = _grow(history, messages)
+            if added is None:
+                continue
+            if not added and history.expected:
+                msgs = tuple(messages)
+                return self._store(
+                    new_conversation_id(), history.system_key, msgs, list(history.facts),
+                    inferred=True, first=True,
+                )  # fmt: skip
+            return self._extend(history, added, inferred=True)
+        return None
 
     def _continue(
         self,
@@ -301,6 +335,23 @@ class HistoryTracker:
             rewrite=rewrite,
             start=start,
         )
+
+    def _best_rewrite(
+        self, candidates: Sequence[_History], facts: list[MessageFacts], msgs: tuple[Any, ...]
+    ) -> tuple[_History, Rewrite] | None:
+        """The candidate whose history the request rewrites keeping the most of it verbatim
+        (messages kept, then their characters, tool results included), the most recently
+        used on ties: two agents with the same replies but their own tool outputs each
+        keep only their own tail whole."""
+        best: tuple[tuple[int, int], _History, Rewrite] | None = None
+        for history in candidates:
+            rewrite = self._rewrite(history, facts, msgs)
+            if rewrite is None:
+                continue
+            score = (len(rewrite.retained), rewrite.retained_chars)
+            if best is None or score > best[0]:
+                best = (score, history, rewrite)
+        return None if best is None else (best[1], best[2])
 
     def _rewrite(
         self, history: _History, facts: list[MessageFacts], msgs: tuple[Any, ...]
@@ -354,11 +405,12 @@ class HistoryTracker:
         for fact in new:
             chars += fact.chars
         history.facts.extend(new)
+        self._retained_chars += chars - history.chars
         history.chars = chars
         history.expected = ()
         history.last_used = self._now
         self._by_id.move_to_end(history.conversation_id)
-        self._stale.add(history.conversation_id)
+        self._stale[history.conversation_id] = None
         self._retained += len(added)
         self._bound()
         return Placement(history.conversation_id, inferred, tuple(new), context_chars=chars)
@@ -384,8 +436,9 @@ class HistoryTracker:
         peers = self._by_anchor.setdefault(history.anchor, [])
         peers.append(cid)
         del peers[:-MAX_PER_ANCHOR]
-        self._stale.add(cid)
+        self._stale[cid] = None
         self._retained += len(history.messages)
+        self._retained_chars += chars
         self._bound()
         return Placement(
             cid,
@@ -422,7 +475,8 @@ class HistoryTracker:
         """Forget the least recently used histories beyond the bounds (not the newest)."""
         by_id = self._by_id
         while len(by_id) > self.max_histories or (
-            self._retained > self.max_messages and len(by_id) > 1
+            (self._retained > self.max_messages or self._retained_chars > self.max_chars)
+            and len(by_id) > 1
         ):
             self._drop(next(iter(by_id)))
 
@@ -430,8 +484,9 @@ class HistoryTracker:
         history = self._by_id.pop(cid, None)
         if history is None:
             return
-        self._stale.discard(cid)
+        self._stale.pop(cid, None)
         self._retained -= len(history.messages)
+        self._retained_chars -= history.chars
         peers = self._by_anchor.get(history.anchor)
         if peers is not None:
             if cid in peers:
@@ -454,6 +509,29 @@ class HistoryTracker:
                 return
             self._drop(cid)
         self._oldest_used = -math.inf
+
+
+def _by_response(candidates: Sequence[_History], messages: Sequence[Any]) -> list[_History]:
+    """``candidates`` with those whose last response is the request's first new message
+    first (each group in the order given)."""
+    matching: list[_History] = []
+    others: list[_History] = []
+    for history in candidates:
+        count = len(history.messages)
+        expected = history.expected
+        sent = messages[count] if expected and len(messages) > count else None
+        if sent is not None and _same(describe(sent).key, expected[0]):
+            matching.append(history)
+        else:
+            others.append(history)
+    return [*matching, *others]
+
+
+def _same(key: int, message: Any) -> bool:
+    try:
+        return describe(message).key == key
+    except Exception:  # noqa: BLE001 - a foreign message that cannot be read matches nothing
+        return False
 
 
 def _common(old: Sequence[MessageFacts], new: Sequence[MessageFacts]) -> int:

@@ -12,8 +12,10 @@ conversation was rewritten. Three shapes are recognised, in this order:
   survives in the new context, :func:`~otel_compaction.lineage.text.survival`);
   without any inserted message it is a ``prune`` (messages dropped).
   Without a verbatim tail, the summary is what follows the head up to the first
-  assistant message, the new request must be smaller than the old one and at
-  least two assistant turns must be gone (else it is a retry from an earlier point);
+  assistant message, and at least two assistant turns must be gone (else it is a
+  retry from an earlier point). Either way the inserted messages are user or system
+  text: a model reply or a tool result in their place is another history (a
+  retry, a second agent with the same start), never a compaction;
 - anything else is not a compaction (a new conversation that shares a head).
 
 Only message fingerprints are compared, so the cost is linear in the history and
@@ -131,11 +133,11 @@ def head_replaced(
     inserted = new[head:j]
     if not dropped:
         return None
-    if r == 0 and not (
-        inserted
-        and _chars(new[:j]) < _chars(old)
-        and sum(1 for f in dropped if f.is_assistant) >= MIN_DROPPED_TURNS
-    ):
+    if any(f.is_assistant or f.tool_results for f in inserted):
+        # A summary is user or system text: a model reply or a tool result where the old
+        # messages were is another history (a retry, a second agent), not a compaction.
+        return None
+    if r == 0 and not (inserted and sum(1 for f in dropped if f.is_assistant) >= MIN_DROPPED_TURNS):
         return None  # a branch from an earlier point (a retry) is no compaction
     retained = new[j : j + r]
     if not inserted:

@@ -200,6 +200,7 @@ class Runtime:
         self.registry = ConversationRegistry(self.settings)
         self.history = HistoryTracker(
             idle_seconds=self.settings.conversation_idle_seconds,
+            max_chars=self.settings.history_max_chars,
         )
         self.tracer = trace.get_tracer(SCOPE, _version(), tracer_provider=tracer_provider)
         meter = metrics.get_meter(SCOPE, _version(), meter_provider=meter_provider)
