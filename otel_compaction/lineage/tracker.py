@@ -20,9 +20,9 @@ Lineage follows what was carried over. Rules, first match wins:
    remembered: a new lineage;
 6. nothing is known (fingerprints only, e.g. the processor without content):
    summarize-then-truncate compacts everything before the retained tail, and the
-   previous summary sits at its head, so the compaction continues the previous
-   one if that one produced a summary (not failed, not a prune) and this one is
-   not a prune; otherwise a new lineage.
+   previous summary sits at its head, so the compaction (not a prune) continues
+   the latest one that produced a summary (failed ones and prunes left none);
+   otherwise a new lineage. Such a parent is only *assumed*.
 
 A child has ``generation = parent.generation + 1`` and the parent's root; a new
 lineage has generation 0 and is its own root.
@@ -222,11 +222,15 @@ class LineageTracker:
             return matched, False
         if obs.compacted_texts and self._known:
             return None, False
-        if previous is None or previous.failed or previous.mode is CompactionMode.PRUNE:
-            return None, False
         if obs.mode is CompactionMode.PRUNE:
             return None, False
-        return previous.compaction_id, True
+        # The previous summary: failed compactions and prunes left none behind.
+        produced = next(
+            (r for r in reversed(self._records)
+             if not r.failed and r.mode is not CompactionMode.PRUNE),
+            None,
+        )  # fmt: skip
+        return (None, False) if produced is None else (produced.compaction_id, True)
 
     def _match_compacted(self, texts: tuple[str, ...]) -> str | None:
         """The newest compaction whose summary appears among the compacted messages."""

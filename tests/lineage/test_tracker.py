@@ -148,7 +148,8 @@ def test_continues_lineage_false_wins_over_a_text_match() -> None:
 
 
 def test_without_any_information_a_summary_is_assumed_compacted_again() -> None:
-    """With no texts and no flags, a compaction continues the previous summary-producing one."""
+    """With no texts and no flags, a compaction continues the latest summary-producing one:
+    a prune or a failed summary in between left that summary in place (assumed, marked)."""
     t = LineageTracker("c", Settings())
     a = t.observe_compaction(obs(tokens_before=100, tokens_after=10))
     b = t.observe_compaction(obs(tokens_before=100, tokens_after=10))
@@ -158,9 +159,10 @@ def test_without_any_information_a_summary_is_assumed_compacted_again() -> None:
     after_failed = t.observe_compaction(obs())
     assert b.parent_id == a.compaction_id
     assert prune.generation == 0
-    assert after_prune.generation == 0
+    assert after_prune.parent_id == b.compaction_id
     assert failed.parent_id == after_prune.compaction_id
-    assert after_failed.generation == 0
+    assert after_failed.parent_id == after_prune.compaction_id
+    assert after_failed.lineage_assumed
 
 
 def test_is_known_summary_exact_wrapped_and_unknown() -> None:
