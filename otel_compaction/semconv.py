@@ -20,6 +20,11 @@ from typing import Final
 # Official GenAI semantic conventions (and general ones) that we use.
 # --------------------------------------------------------------------------- #
 
+SEMCONV_VERSION: Final = "1.44.0"
+"""The OpenTelemetry semantic-conventions release whose names we follow."""
+SCHEMA_URL: Final = f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}"
+"""The ``schema_url`` of every tracer and meter we create (see docs/semantic-conventions.md)."""
+
 GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
 GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
@@ -530,7 +535,7 @@ def all_attribute_names() -> frozenset[str]:
         for key, value in globals().items()
         if key.isupper() and isinstance(value, str) and ("." in value or value == SPAN_COMPACTION)
     }
-    names.discard(ENV_CAPTURE_MESSAGE_CONTENT)
+    names.difference_update((ENV_CAPTURE_MESSAGE_CONTENT, SCHEMA_URL, SEMCONV_VERSION))
     for spec in ALL_METRICS:
         names.update(spec.attributes)
     return frozenset(names)

@@ -95,3 +95,34 @@ def test_every_finding_kind_has_a_flag() -> None:
     """Each finding kind maps to a compaction.flag.* attribute."""
     assert set(semconv.FLAG_BY_KIND) == set(semconv.FindingKind)
     assert all(v.startswith("compaction.flag.") for v in semconv.FLAG_BY_KIND.values())
+
+
+def test_schema_url_is_a_released_semconv_schema_and_documented() -> None:
+    """SCHEMA_URL is one the installed semantic-conventions package offers, and the doc names it."""
+    from opentelemetry.semconv.schemas import Schemas
+
+    assert semconv.SCHEMA_URL in {s.value for s in Schemas}
+    assert semconv.SCHEMA_URL.endswith(f"/{semconv.SEMCONV_VERSION}")
+    assert f"`{semconv.SCHEMA_URL}`" in DOC
+
+
+# Official names we use that are newer than SEMCONV_VERSION (GenAI conventions in development);
+# docs/semantic-conventions.md lists them under "Version".
+NEWER_THAN_SCHEMA = {"gen_ai.conversation.compacted", "gen_ai.usage.cache_write.input_tokens"}
+
+
+def test_official_names_are_in_the_schema_version_or_listed_as_newer() -> None:
+    """Every gen_ai.* name we emit is defined by the installed conventions, or listed as newer."""
+    import importlib
+    import pkgutil
+
+    import opentelemetry.semconv._incubating.attributes as incubating
+
+    known: set[str] = set()
+    for info in pkgutil.iter_modules(incubating.__path__):
+        module = importlib.import_module(f"{incubating.__name__}.{info.name}")
+        known.update(v for v in vars(module).values() if isinstance(v, str))
+    ours = {n for n in semconv.all_attribute_names() if n.startswith("gen_ai.")}
+    assert sorted(ours - known) == sorted(NEWER_THAN_SCHEMA)
+    for name in NEWER_THAN_SCHEMA:
+        assert f"`{name}`" in DOC

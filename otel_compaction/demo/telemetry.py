@@ -144,7 +144,9 @@ class DemoTelemetry:
                 )
             )
         self.meter_provider = MeterProvider(metric_readers=readers, resource=resource)
-        self.tracer: Tracer = self.tracer_provider.get_tracer("otel_compaction.demo")
+        self.tracer: Tracer = self.tracer_provider.get_tracer(
+            "otel_compaction.demo", schema_url=sc.SCHEMA_URL
+        )
 
     def flush(self) -> MetricsData | None:
         """Write every span to ``traces.jsonl`` and the metrics so far to ``metrics.json``."""

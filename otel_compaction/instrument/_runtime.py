@@ -26,6 +26,7 @@ from otel_compaction.config import Settings
 from otel_compaction.emit.metrics import CompactionMetrics
 from otel_compaction.instrument._history import HistoryTracker
 from otel_compaction.model import Finding
+from otel_compaction.semconv import SCHEMA_URL
 
 logger = logging.getLogger("otel_compaction.instrument")
 
@@ -202,8 +203,12 @@ class Runtime:
             idle_seconds=self.settings.conversation_idle_seconds,
             max_chars=self.settings.history_max_chars,
         )
-        self.tracer = trace.get_tracer(SCOPE, _version(), tracer_provider=tracer_provider)
-        meter = metrics.get_meter(SCOPE, _version(), meter_provider=meter_provider)
+        self.tracer = trace.get_tracer(
+            SCOPE, _version(), tracer_provider=tracer_provider, schema_url=SCHEMA_URL
+        )
+        meter = metrics.get_meter(
+            SCOPE, _version(), meter_provider=meter_provider, schema_url=SCHEMA_URL
+        )
         self.metrics = CompactionMetrics(
             meter, livelocked=self.registry.livelocked_count, active=self.registry.__len__
         )

@@ -22,7 +22,7 @@ from opentelemetry.sdk.resources import SERVICE_NAME
 from otel_compaction.emit.attributes import finding_attributes
 from otel_compaction.model import Finding
 from otel_compaction.processor.attributes import key_values
-from otel_compaction.semconv import SPAN_FINDING
+from otel_compaction.semconv import SCHEMA_URL, SPAN_FINDING
 
 SCOPE_NAME = "otel_compaction.processor"
 
@@ -74,7 +74,7 @@ def findings_request(
     request = ExportTraceServiceRequest()
     resource_spans = request.resource_spans.add()
     resource_spans.resource.attributes.extend(key_values({SERVICE_NAME: service_name}))
-    scope_spans = resource_spans.scope_spans.add()
+    scope_spans = resource_spans.scope_spans.add(schema_url=SCHEMA_URL)
     scope_spans.scope.CopyFrom(InstrumentationScope(name=SCOPE_NAME, version=version))
     scope_spans.spans.extend(finding_span(ctx) for ctx in findings)
     return request

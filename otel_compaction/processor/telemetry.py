@@ -75,7 +75,7 @@ class ProcessorMetrics:
         self.provider = MeterProvider(
             metric_readers=readers, resource=Resource.create({SERVICE_NAME: service_name})
         )
-        meter = self.provider.get_meter("otel_compaction.processor")
+        meter = self.provider.get_meter("otel_compaction.processor", schema_url=sc.SCHEMA_URL)
         self.compaction = CompactionMetrics(meter, livelocked=livelocked, active=active)
         self._received = create_instrument(meter, sc.METRIC_PROCESSOR_RECEIVED)
         self._rejected = create_instrument(meter, sc.METRIC_PROCESSOR_REJECTED)

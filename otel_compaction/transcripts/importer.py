@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
+from otel_compaction.semconv import SCHEMA_URL
 from otel_compaction.transcripts import read_transcript
 from otel_compaction.transcripts.detect import Format, detect_format
 from otel_compaction.transcripts.events import CompactionEvent, ConversationInfo, TurnEvent
@@ -103,7 +104,8 @@ def import_files(
         resource=Resource.create({SERVICE_NAME: service_name}), sampler=ALWAYS_ON
     )
     provider.add_span_processor(processor)
-    writer = SpanWriter(provider.get_tracer(__name__), settings, time.time_ns())
+    tracer = provider.get_tracer(__name__, schema_url=SCHEMA_URL)
+    writer = SpanWriter(tracer, settings, time.time_ns())
     result = ImportResult()
     replayer = Replayer(ConversationRegistry(settings))
     unique = UniqueConversations()

@@ -175,3 +175,19 @@ def test_suppressed_instrumentation_context_is_honoured(
             model=MODEL, max_tokens=8, messages=[{"role": "user", "content": "x"}]
         )
     assert cap.spans == ()
+
+
+def test_tracer_and_meter_carry_the_semconv_schema_url(
+    instrumented: CompactionInstrumentor, cap: Capture
+) -> None:
+    """Our spans' and metrics' instrumentation scope names the semantic-conventions schema."""
+    anthropic_client(FakeLLMAPI()).messages.create(
+        model=MODEL, max_tokens=16, messages=[{"role": "user", "content": "hi"}]
+    )
+    (span,) = chat_spans(cap)
+    assert span.instrumentation_scope is not None
+    assert span.instrumentation_scope.schema_url == sc.SCHEMA_URL
+    data = cap.metric_reader.get_metrics_data()
+    assert data is not None
+    scopes = {s.scope.name: s.schema_url for rm in data.resource_metrics for s in rm.scope_metrics}
+    assert scopes["otel_compaction"] == sc.SCHEMA_URL

@@ -16,6 +16,7 @@ from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExport
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as HttpExporter
 from opentelemetry.sdk.trace.export import SpanExportResult
 
+from otel_compaction import semconv as sc
 from otel_compaction.processor.decode import Signal
 from otel_compaction.processor.service import ProcessorService
 from tests.processor.downstream import Downstream, free_port
@@ -49,7 +50,8 @@ def _post(
 
 def test_sdk_exporters_over_grpc_and_http_reach_the_in_process_verdicts(tmp_path: Path) -> None:
     """Spans sent by the SDK's OTLP/gRPC and OTLP/HTTP exporters give the oracle's findings,
-    and the finding spans reach the next hop as children of the flagged compaction span."""
+    and the finding spans reach the next hop as children of the flagged compaction span, in a
+    scope that names our semantic-conventions schema."""
     downstream = Downstream(free_port())
     downstream.start()
     forward = {"endpoint": f"127.0.0.1:{downstream.port}"}
@@ -74,6 +76,14 @@ def test_sdk_exporters_over_grpc_and_http_reach_the_in_process_verdicts(tmp_path
         boundary_findings = [s for s in downstream.spans() if s.trace_id == finding.trace_id]
         assert any(s.parent_span_id == compaction.context.span_id.to_bytes(8, "big")
                    for s in boundary_findings)  # fmt: skip
+        scopes = {
+            ss.schema_url
+            for signal, request in downstream.received
+            if signal is Signal.TRACES
+            for rs in request.resource_spans
+            for ss in rs.scope_spans
+        }
+        assert scopes == {sc.SCHEMA_URL}
     finally:
         downstream.stop()
 

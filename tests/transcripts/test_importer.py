@@ -52,6 +52,9 @@ def test_span_names_kinds_and_one_trace_per_conversation() -> None:
         root = next(r for r in roots if r.context.trace_id == span.context.trace_id)
         assert span.parent is not None
         assert span.parent.span_id == root.context.span_id
+    assert {s.instrumentation_scope.schema_url for s in spans if s.instrumentation_scope} == {
+        sc.SCHEMA_URL
+    }
 
 
 def test_inference_span_attributes() -> None:
