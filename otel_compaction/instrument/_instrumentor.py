@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 import wrapt
+from opentelemetry import metrics, trace
 from opentelemetry.instrumentation.dependencies import DependencyConflict, get_dependency_conflicts
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 from opentelemetry.instrumentation.utils import unwrap
@@ -106,6 +107,7 @@ class CompactionInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
     def _instrument(self, **kwargs: Any) -> None:
         settings = kwargs.get("settings") or Settings.from_env()
+        warn_without_sdk(kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
         runtime = Runtime(
             settings,
             tracer_provider=kwargs.get("tracer_provider"),
@@ -140,6 +142,40 @@ class CompactionInstrumentor(BaseInstrumentor):  # type: ignore[misc]
 
             langchain.uninstall()
         _runtime.uninstall()
+
+
+NO_SDK_WARNING = (
+    "otel-compaction: instrument() found no OpenTelemetry SDK %s: until one is set, our %s "
+    "go nowhere. Run the agent under `opentelemetry-instrument` (it configures the SDK from "
+    "OTEL_* environment variables), set the global providers before instrument() as in the "
+    "README's in-code example, or pass tracer_provider= and meter_provider= to instrument()"
+)
+_warned: list[bool] = []
+
+
+def warn_without_sdk(tracer_provider: Any, meter_provider: Any) -> None:
+    """Say once per process what to add when neither an argument nor the globals give an SDK.
+
+    The API's own providers (proxy and no-op) are what an unconfigured process has; spans and
+    metrics made on them are dropped until the application sets real ones.
+    """
+    missing = []
+    if tracer_provider is None and _is_api_default(trace.get_tracer_provider()):
+        missing.append(("tracer provider", "spans"))
+    if meter_provider is None and _is_api_default(metrics.get_meter_provider()):
+        missing.append(("meter provider", "metrics"))
+    if not missing or _warned:
+        return
+    _warned.append(True)
+    what = " or ".join(name for name, _ in missing)
+    signals = " and ".join(signal for _, signal in missing)
+    logger.warning(NO_SDK_WARNING, what, signals)
+
+
+def _is_api_default(provider: object) -> bool:
+    """Whether ``provider`` is one of the API package's placeholders, not an SDK's."""
+    module = type(provider).__module__
+    return module.startswith(("opentelemetry.trace", "opentelemetry.metrics"))
 
 
 def _suppress_sdk_span() -> list[tuple[Any, str]]:

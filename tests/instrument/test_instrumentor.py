@@ -11,6 +11,7 @@ import pytest
 from opentelemetry.trace import SpanKind
 
 from otel_compaction import semconv as sc
+from otel_compaction.config import Settings
 from otel_compaction.instrument import CompactionInstrumentor
 from otel_compaction.testing import Capture
 from otel_compaction.testing.llm_api import FakeLLMAPI
@@ -191,3 +192,45 @@ def test_tracer_and_meter_carry_the_semconv_schema_url(
     assert data is not None
     scopes = {s.scope.name: s.schema_url for rm in data.resource_metrics for s in rm.scope_metrics}
     assert scopes["otel_compaction"] == sc.SCHEMA_URL
+
+
+def test_instrument_without_an_sdk_warns_once_saying_what_to_add(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With only the API's placeholder providers, instrument() warns once per process."""
+    from opentelemetry import metrics, trace
+
+    from otel_compaction.instrument import _instrumentor
+
+    monkeypatch.setattr(_instrumentor, "_warned", [])
+    monkeypatch.setattr(trace, "get_tracer_provider", trace.ProxyTracerProvider)
+    monkeypatch.setattr(metrics, "get_meter_provider", metrics.NoOpMeterProvider)
+    caplog.set_level("WARNING", logger="otel_compaction.instrument")
+    instrumentor = CompactionInstrumentor()
+    for _ in range(2):
+        instrumentor.instrument(settings=Settings())
+        instrumentor.uninstrument()
+    warnings = [r.getMessage() for r in caplog.records if "no OpenTelemetry SDK" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "tracer provider or meter provider" in warnings[0]
+    assert "opentelemetry-instrument" in warnings[0]
+    assert "tracer_provider=" in warnings[0]
+
+
+def test_instrument_with_providers_does_not_warn(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, cap: Capture
+) -> None:
+    """Providers given to instrument() are an SDK: no warning, whatever the globals are."""
+    from opentelemetry import trace
+
+    from otel_compaction.instrument import _instrumentor
+
+    monkeypatch.setattr(_instrumentor, "_warned", [])
+    monkeypatch.setattr(trace, "get_tracer_provider", trace.ProxyTracerProvider)
+    caplog.set_level("WARNING", logger="otel_compaction.instrument")
+    instrumentor = CompactionInstrumentor()
+    instrumentor.instrument(
+        tracer_provider=cap.tracer_provider, meter_provider=cap.meter_provider, settings=Settings()
+    )
+    instrumentor.uninstrument()
+    assert not [r for r in caplog.records if "no OpenTelemetry SDK" in r.getMessage()]
