@@ -12,8 +12,9 @@ Usage::
     with conversation("ticket-4711"):
         client.messages.create(...)
 
-The policy API for agents that want to act, not only watch, is in
-``otel_compaction.policy``; test helpers are in ``otel_compaction.testing``.
+An agent that wants to act, not only watch, asks ``advise()`` about its current
+conversation (or reacts to ``instrument(on_finding=...)``); the rest of the policy
+API is in ``otel_compaction.policy``; test helpers are in ``otel_compaction.testing``.
 """
 
 from otel_compaction.config import Settings
@@ -31,9 +32,12 @@ from otel_compaction.model import (
     PhaseReport,
     TurnObservation,
 )
-from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind
+from otel_compaction.policy import Advice, advise
+from otel_compaction.semconv import AdviceAction, CompactionMode, CompactionSource, FindingKind
 
 __all__ = [
+    "Advice",
+    "AdviceAction",
     "CompactionAnalysis",
     "CompactionInstrumentor",
     "CompactionMode",
@@ -44,6 +48,7 @@ __all__ = [
     "PhaseReport",
     "Settings",
     "TurnObservation",
+    "advise",
     "compaction",
     "conversation",
     "record_compaction",

@@ -15,7 +15,7 @@ Usage::
     except PhaseBoundaryCompactionError:
         context = context.extractive_summarize(preserve_tail_turns=8)
 
-    advice = advise_conversation(registry.get("ticket-4711"))
+    advice = advise()  # the current conversation of the instrumented agent
     if advice.action is AdviceAction.RESET_LINEAGE: ...
 """
 
@@ -39,6 +39,7 @@ __all__ = [
     "CompactionAdvisor",
     "CompactionReexpansionError",
     "PhaseBoundaryCompactionError",
+    "advise",
     "advise_conversation",
     "check_compaction_health",
     "should_compact",
@@ -290,3 +291,29 @@ def advise_conversation(
     """The advice for a live conversation (its analyzer's settings by default)."""
     advisor = advisor or CompactionAdvisor(analyzer.settings)
     return advisor.advise(AdvisorState.from_analyzer(analyzer))
+
+
+def advise(conversation_id: str | None = None) -> Advice:
+    """The advice for the agent's current conversation, now, in its own process.
+
+    The conversation is ``conversation_id``; else the one named around the call
+    (a ``conversation()`` block, the LangChain thread, baggage); else the one of
+    the latest instrumented LLM call made in this context (thread or task), so
+    an agent whose conversations are inferred can ask right after a call. A
+    :class:`~otel_compaction.Finding` names its conversation too:
+    ``advise(finding.conversation_id)``. Never raises: with no conversation seen
+    yet, or on an internal error, the advice is ``continue`` with that reason.
+    """
+    from otel_compaction.instrument import _runtime
+    from otel_compaction.instrument import _scope as scope
+
+    with _runtime.guard().stage("advice"):
+        ref = scope.given_conversation(conversation_id)
+        cid = ref.id if ref is not None else scope.last_conversation()
+        runtime = _runtime.current()
+        analyzer = runtime.registry.peek(cid) if runtime is not None and cid else None
+        if analyzer is None:
+            name = f"conversation {cid!r}" if cid else "this context"
+            return Advice(AdviceAction.CONTINUE, f"no instrumented LLM call seen in {name} yet")
+        return advise_conversation(analyzer)
+    return Advice(AdviceAction.CONTINUE, "no advice: internal error (logged)")

@@ -19,6 +19,8 @@ def test_design_api_names_are_exported() -> None:
     for name in ("CompactionInstrumentor", "conversation", "report_phase", "record_compaction"):
         assert name in otel_compaction.__all__
     assert "compaction" in otel_compaction.__all__
+    for name in ("advise", "Advice", "AdviceAction"):  # acting on a finding in process
+        assert name in otel_compaction.__all__
     policy = importlib.import_module("otel_compaction.policy")
     for name in (
         "should_compact",

@@ -30,6 +30,8 @@ def begin(
         framework = scope.framework_call()
         internal = compacting is not None or bool(getattr(framework, "internal", False))
         conversation, placement = _place(runtime, request, internal, compacting, framework)
+        if conversation is not None and not internal:
+            scope.note_conversation(conversation.id)
         foreign = foreign_inference_span(runtime)
         ids = conversation.attributes() if conversation is not None else {}
         if foreign is not None:

@@ -105,6 +105,10 @@ _PENDING: contextvars.ContextVar[Pending | None] = contextvars.ContextVar(
 _COMPACTING: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "otel_compaction_compacting", default=None
 )
+_LAST_CONVERSATION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "otel_compaction_last_conversation", default=None
+)
+"""The conversation of the latest instrumented call made in this context (for ``advise()``)."""
 _IN_CALL = otel_context.create_key("otel_compaction-in-call")
 """Marks the OTel context inside an instrumented call: set in the same context, and by the
 same attach, as the call's span (one attach and one detach per call)."""
@@ -119,6 +123,16 @@ def reset_conversation(token: contextvars.Token[str | None]) -> None:
     """Undo :func:`set_conversation` (harmless in another context)."""
     with contextlib.suppress(ValueError):
         _CONVERSATION.reset(token)
+
+
+def note_conversation(conversation_id: str) -> None:
+    """Remember ``conversation_id`` as this context's latest conversation."""
+    _LAST_CONVERSATION.set(conversation_id)
+
+
+def last_conversation() -> str | None:
+    """The conversation of the latest instrumented call made in this context, if any."""
+    return _LAST_CONVERSATION.get()
 
 
 def pending() -> Pending | None:
