@@ -1,8 +1,9 @@
 """The ``otel-compaction`` command line: one subcommand per module, imported lazily.
 
-Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int``;
-importing only the chosen one keeps ``otel-compaction --help`` fast and lets a
-subcommand's optional dependencies stay optional for the others.
+Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int``
+and imports only the core dependencies at module level, so every ``--help`` shows
+the full options; a subcommand whose extra is missing stops with one line naming
+the ``pip install`` that brings it (``cli._extras``).
 """
 
 from __future__ import annotations
@@ -13,12 +14,26 @@ import logging
 import sys
 from collections.abc import Sequence
 
-# name -> (module, one-line help)
-SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("otel_compaction.cli.demo", "run the scripted demo agents and write a report"),
-    "analyze": ("otel_compaction.cli.analyze", "analyze OTLP/JSON traces and agent transcripts"),
-    "import": ("otel_compaction.cli.import_", "convert agent transcripts to OTLP spans"),
-    "processor": ("otel_compaction.cli.processor", "run the OTLP compaction processor service"),
+from otel_compaction.cli._extras import DEMO, PROCESSOR, Extra
+
+# name -> (module, one-line help, the extra it needs)
+SUBCOMMANDS: dict[str, tuple[str, str, Extra | None]] = {
+    "demo": ("otel_compaction.cli.demo", "run the scripted demo agents and write a report", DEMO),
+    "analyze": (
+        "otel_compaction.cli.analyze",
+        "analyze OTLP/JSON traces and agent transcripts",
+        None,
+    ),
+    "import": (
+        "otel_compaction.cli.import_",
+        "convert agent transcripts to OTLP spans, or replay OTLP/JSON files",
+        None,
+    ),
+    "processor": (
+        "otel_compaction.cli.processor",
+        "run the OTLP compaction processor service",
+        PROCESSOR,
+    ),
 }
 
 
@@ -30,11 +45,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, (module_name, help_text) in SUBCOMMANDS.items():
-        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+    for name, (module_name, help_text, extra) in SUBCOMMANDS.items():
+        description = help_text
+        if extra is not None:
+            description += f" (needs the {extra.name} extra: {extra.install})"
+        sub_parser = sub.add_parser(name, help=help_text, description=description)
+        sub_parser.set_defaults(_extra=extra)
         try:
             module = importlib.import_module(module_name)
-        except ImportError as exc:
+        except ImportError as exc:  # a packaging bug: the parsers need the core only
             sub_parser.set_defaults(_unavailable=f"{name} is not available: {exc}")
             continue
         module.add_arguments(sub_parser)
@@ -50,7 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
-    unavailable = getattr(args, "_unavailable", None)
+    extra: Extra | None = args._extra
+    unavailable = getattr(args, "_unavailable", None) or (
+        extra.problem(args.command) if extra is not None else None
+    )
     if unavailable:
         print(f"otel-compaction: {unavailable}", file=sys.stderr)
         return 2

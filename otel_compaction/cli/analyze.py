@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from otel_compaction.cli._extras import REPORT
 from otel_compaction.cli._inputs import (
     add_input_arguments,
     diagnostics_to_stderr,
@@ -53,6 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Analyze the inputs and write the report."""
+    missing = REPORT.problem("--format html") if args.format == "html" else None
+    if missing:
+        print(f"otel-compaction analyze: {missing}", file=sys.stderr)
+        return 2
     paths = input_paths(args)
     diagnostics = diagnostics_to_stderr("analyze")
     progress = progress_for(args, paths, "analyze")
@@ -64,13 +69,6 @@ def run(args: argparse.Namespace) -> int:
         _write(report, args)
     except OSError as exc:
         print(f"otel-compaction analyze: cannot write {args.out}: {exc}", file=sys.stderr)
-        return 1
-    except ImportError as exc:
-        print(
-            f"otel-compaction analyze: the HTML report needs plotly ({exc}); "
-            "install otel-compaction[report]",
-            file=sys.stderr,
-        )
         return 1
     if not paths:
         print("otel-compaction analyze: no input files found", file=sys.stderr)

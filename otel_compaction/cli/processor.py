@@ -13,8 +13,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from otel_compaction.processor.config import ConfigError, load_config
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the processor's flags."""
@@ -46,6 +44,8 @@ def overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     """Validate the configuration, then serve until SIGTERM (drained before exit)."""
+    from otel_compaction.processor.config import ConfigError, load_config  # the processor extra
+
     try:
         config = load_config(args.config, overrides(args))
     except ConfigError as exc:
