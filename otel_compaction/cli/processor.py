@@ -3,15 +3,20 @@
 With no file the defaults work: OTLP/gRPC on 127.0.0.1:4317, OTLP/HTTP on
 127.0.0.1:4318, ``/metrics`` and ``/healthz`` on 127.0.0.1:9464, tap mode,
 findings logged to stdout. The flags override the file. A bad configuration
-is reported with every error at once, and the exit status is 2.
+is reported with every error at once, and the exit status is 2. At start it logs
+(stderr) the configuration file, the addresses it listens on, its mode and where
+its output goes; an address it cannot bind is named, and the exit status is 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import Any
+
+logger = logging.getLogger("otel_compaction.processor.cli")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -56,6 +61,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from otel_compaction.processor.service import ProcessorService
 
+    # The start-up lines (configuration, addresses, mode) are INFO: show them without -v.
+    logging.getLogger("otel_compaction.processor").setLevel(
+        logging.DEBUG if args.verbose else logging.INFO
+    )
+    source = f"configuration file {args.config}" if args.config else "no configuration file"
+    flags = ", ".join(f"{s}.{k}" for s, values in overrides(args).items() for k in values)
+    logger.info("otel-compaction processor: %s%s", source, f" (flags set {flags})" if flags else "")
     service = ProcessorService(config)
     try:
         return service.run_until_signalled()

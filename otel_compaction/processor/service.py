@@ -13,12 +13,14 @@ start. Between those, the pipeline thread writes a snapshot every
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import ssl
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from types import FrameType
 from typing import Any, TextIO
 
@@ -113,32 +115,39 @@ class ProcessorService:
         self._start_listeners()
         if self.admin is not None:
             self.admin.ready.set()
+        logger.info("%s", self.describe())
 
     def _start_listeners(self) -> None:
         cfg = self.config.receivers
         token = self.config.bearer_token()
         if cfg.otlp_grpc is not None:
-            self.grpc = GrpcReceiver(
-                self.pipeline, cfg.otlp_grpc, max_request_bytes=cfg.max_request_bytes,
-                workers=cfg.max_concurrent_requests, token=token,
-                credentials=self._grpc_credentials(), metrics=self.metrics,
-            )  # fmt: skip
+            credentials = self._grpc_credentials()
+            with _binding("OTLP/gRPC", cfg.otlp_grpc):
+                self.grpc = GrpcReceiver(
+                    self.pipeline, cfg.otlp_grpc, max_request_bytes=cfg.max_request_bytes,
+                    workers=cfg.max_concurrent_requests, token=token,
+                    credentials=credentials, metrics=self.metrics,
+                )  # fmt: skip
             self.grpc.start()
         if cfg.otlp_http is not None:
             host, port = split_endpoint(cfg.otlp_http)
-            self.http = HttpReceiver(
-                self.pipeline, host, port, max_request_bytes=cfg.max_request_bytes,
-                max_concurrent=cfg.max_concurrent_requests,
-                request_timeout=cfg.request_timeout_seconds, max_connections=cfg.max_connections,
-                max_connections_per_peer=cfg.max_connections_per_peer, token=token,
-                tls=self._ssl_context(), metrics=self.metrics,
-            )  # fmt: skip
+            tls = self._ssl_context()
+            with _binding("OTLP/HTTP", cfg.otlp_http):
+                self.http = HttpReceiver(
+                    self.pipeline, host, port, max_request_bytes=cfg.max_request_bytes,
+                    max_concurrent=cfg.max_concurrent_requests,
+                    request_timeout=cfg.request_timeout_seconds,
+                    max_connections=cfg.max_connections,
+                    max_connections_per_peer=cfg.max_connections_per_peer, token=token,
+                    tls=tls, metrics=self.metrics,
+                )  # fmt: skip
             self.http.start()
         if self.config.metrics.endpoint is not None:
             host, port = split_endpoint(self.config.metrics.endpoint)
-            self.admin = AdminServer(
-                host, port, exposition=self.metrics.exposition, status=self.status
-            )
+            with _binding("/metrics and /healthz", self.config.metrics.endpoint):
+                self.admin = AdminServer(
+                    host, port, exposition=self.metrics.exposition, status=self.status
+                )
             self.admin.start()
 
     def stop(self) -> bool:
@@ -228,6 +237,26 @@ class ProcessorService:
 
     # ----------------------------------------------------------------- parts
 
+    def describe(self) -> str:
+        """One line for the log: where it listens (the bound ports), its mode, where output goes."""
+        cfg = self.config
+        listening = [
+            f"{what} on {_bound(endpoint, server.port)}"
+            for what, endpoint, server in (
+                ("OTLP/gRPC", cfg.receivers.otlp_grpc, self.grpc),
+                ("OTLP/HTTP", cfg.receivers.otlp_http, self.http),
+                ("/metrics, /healthz and /readyz", cfg.metrics.endpoint, self.admin),
+            )
+            if endpoint is not None and server is not None
+        ]
+        output = [f"forwarding to {cfg.forward.endpoint}"] if cfg.forward.endpoint else []
+        if cfg.output.log_findings:
+            output.append("findings logged as JSON lines to stdout")
+        return (
+            f"otel-compaction processor: {cfg.output.mode} mode; listening: "
+            f"{', '.join(listening) or 'nowhere'}; {'; '.join(output) or 'no output configured'}"
+        )
+
     def status(self) -> dict[str, Any]:
         """The JSON document of ``/healthz`` and ``/readyz``."""
         return {
@@ -267,3 +296,19 @@ class ProcessorService:
             context.load_verify_locations(tls.client_ca_file)
             context.verify_mode = ssl.CERT_REQUIRED
         return context
+
+
+@contextlib.contextmanager
+def _binding(what: str, endpoint: str) -> Iterator[None]:
+    """Turn a failure to listen into an ``OSError`` that names what and where."""
+    try:
+        yield
+    except (OSError, RuntimeError) as exc:  # grpc raises RuntimeError("Failed to bind ...")
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise OSError(f"cannot listen for {what} on {endpoint}: {reason}") from exc
+
+
+def _bound(endpoint: str, port: int) -> str:
+    """``host:port`` with the port actually bound (not the configured 0, when it was)."""
+    host, _ = split_endpoint(endpoint)
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

@@ -187,3 +187,44 @@ def test_sigterm_applies_the_window_and_sends_the_findings_before_exit(tmp_path:
         if process.poll() is None:
             process.kill()
         downstream.stop()
+
+
+def test_start_logs_the_bound_addresses_mode_and_output(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """At start the service logs, in one line, each address it listens on, its mode and output."""
+    caplog.set_level("INFO", logger="otel_compaction.processor.service")
+    with running(tmp_path) as (service, _out):
+        assert service.grpc is not None
+        assert service.http is not None
+        assert service.admin is not None
+        ports = (service.grpc.port, service.http.port, service.admin.port)
+    (line,) = [r.getMessage() for r in caplog.records if "listening:" in r.getMessage()]
+    assert line.startswith("otel-compaction processor: tap mode; listening: ")
+    assert f"OTLP/gRPC on 127.0.0.1:{ports[0]}" in line
+    assert f"OTLP/HTTP on 127.0.0.1:{ports[1]}" in line
+    assert f"/metrics, /healthz and /readyz on 127.0.0.1:{ports[2]}" in line
+    assert "forwarding to 127.0.0.1:1" in line
+
+
+@pytest.mark.parametrize("receiver", ["otlp_grpc", "otlp_http"])
+def test_an_address_in_use_is_named_in_the_error(tmp_path: Path, receiver: str) -> None:
+    """A receiver that cannot bind raises an OSError naming the receiver and its address."""
+    import socket
+
+    from otel_compaction.processor.service import ProcessorService
+    from tests.processor.conftest import make_config
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        config = make_config(tmp_path, receivers={receiver: address})
+        service = ProcessorService(config)
+        try:
+            with pytest.raises(OSError, match=r"cannot listen for OTLP/(gRPC|HTTP) on ") as err:
+                service.start()
+        finally:
+            service.stop()
+    assert address in str(err.value)
+    assert ("gRPC" if receiver == "otlp_grpc" else "HTTP") in str(err.value)
