@@ -5,13 +5,16 @@ instrumentation emits (``chat {model}`` inference spans with ``gen_ai.*`` and
 ``compaction.*`` attributes, ``compaction`` spans, one trace per conversation),
 and sends them to an OTLP endpoint (a Collector, Jaeger, the processor) or
 writes them as OTLP/JSON lines that ``otel-compaction analyze`` reads back.
-Exit status 1 when a file could not be read at all or spans could not be sent.
+OTLP/JSON trace files given with ``--otlp-endpoint`` are replayed: their
+requests are sent on unchanged. Exit status 1 when a file could not be read at
+all or spans could not be sent.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -24,7 +27,9 @@ from otel_compaction.cli._inputs import (
     print_skip_total,
     progress_for,
 )
+from otel_compaction.cli._replay import GrpcSend, HttpSend, replay_file
 from otel_compaction.config import Settings
+from otel_compaction.report.text import counted
 from otel_compaction.transcripts.importer import DEFAULT_SERVICE_NAME, ImportResult, import_files
 from otel_compaction.transcripts.otlp_file import OtlpJsonFileExporter
 
@@ -33,7 +38,11 @@ PROTOCOLS = ("http/protobuf", "grpc")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Register the subcommand's arguments."""
-    add_input_arguments(parser, "Claude Code transcripts, Codex rollouts, or directories")
+    add_input_arguments(
+        parser,
+        "Claude Code transcripts, Codex rollouts, OTLP/JSON trace files (replayed as they are "
+        "with --otlp-endpoint), or directories",
+    )
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument(
         "--otlp-endpoint",
@@ -101,26 +110,50 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         print(f"otel-compaction import: {exc}", file=sys.stderr)
         return 1
-    result = import_files(
-        paths, exporter, settings, diagnostics, progress, service_name=args.service_name
+    send = None if args.otlp_endpoint is None else make_replay_send(args)
+    replay = (
+        None
+        if send is None
+        else partial(replay_file, send=send, diagnostics=diagnostics, progress=progress)
     )
+    try:
+        result = import_files(
+            paths, exporter, settings, diagnostics, progress, service_name=args.service_name,
+            replay=replay,
+        )  # fmt: skip
+    finally:
+        if isinstance(send, GrpcSend):
+            send.close()
     print_skip_total(diagnostics, "import")
     return _summarize(result, args)
+
+
+def make_replay_send(args: argparse.Namespace) -> HttpSend | GrpcSend:
+    """The sender of OTLP/JSON requests to ``--otlp-endpoint``, over ``--otlp-protocol``."""
+    if args.otlp_protocol == "grpc":
+        return GrpcSend(args.otlp_endpoint, args.timeout)
+    return HttpSend(traces_url(args.otlp_endpoint), args.timeout)
 
 
 def _summarize(result: ImportResult, args: argparse.Namespace) -> int:
     for error in result.errors:
         print(f"otel-compaction import: cannot read {error}", file=sys.stderr)
     target = args.out if args.out is not None else args.otlp_endpoint
+    replayed = (
+        f", {counted(result.replayed_files, 'OTLP/JSON file')} replayed"
+        if result.replayed_files
+        else ""
+    )
     print(
-        f"otel-compaction import: {result.conversations} conversations "
-        f"({result.turns} turns, {result.compactions} compactions) from {result.files} files: "
-        f"{result.spans_exported} spans written to {target}",
+        f"otel-compaction import: {counted(result.conversations, 'conversation')} "
+        f"({counted(result.turns, 'turn')}, {counted(result.compactions, 'compaction')}) "
+        f"from {counted(result.files, 'file')}{replayed}: "
+        f"{counted(result.spans_exported, 'span')} written to {target}",
         file=sys.stderr,
     )
     if result.spans_failed:
         print(
-            f"otel-compaction import: {result.spans_failed} spans could not be exported",
+            f"otel-compaction import: {counted(result.spans_failed, 'span')} could not be exported",
             file=sys.stderr,
         )
     return 1 if result.errors or result.spans_failed else 0

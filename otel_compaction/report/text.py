@@ -20,14 +20,14 @@ def _lines(report: FindingsReport) -> Iterator[str]:
     compactions = sum(len(c.compactions) for c in report.conversations)
     findings = report.findings
     yield (
-        f"otel-compaction analyze: {_n(len(report.conversations), 'conversation')}, "
-        f"{_n(compactions, 'compaction')}, {_n(len(findings), 'finding')}"
+        f"otel-compaction analyze: {counted(len(report.conversations), 'conversation')}, "
+        f"{counted(compactions, 'compaction')}, {counted(len(findings), 'finding')}"
     )
     formats = Counter(f.format for f in report.files if f.error is None)
     listed = ", ".join(f"{fmt} {count}" for fmt, count in sorted(formats.items()))
     yield (
-        f"  inputs: {_n(len(report.files), 'file')} ({listed or 'none readable'}); "
-        f"{_n(report.skipped_count, 'line')} skipped"
+        f"  inputs: {counted(len(report.files), 'file')} ({listed or 'none readable'}); "
+        f"{counted(report.skipped_count, 'line')} skipped"
     )
     for conversation in report.conversations:
         yield ""
@@ -49,7 +49,7 @@ def _conversation(conv: ConversationReport) -> Iterator[str]:
     yield f"{conv.conversation_id}" + (f"  ({origin})" if origin else "")
     peak = conv.peak_token_fraction
     yield (
-        f"  {_n(conv.turn_count, 'turn')}, {_n(len(conv.compactions), 'compaction')}, "
+        f"  {counted(conv.turn_count, 'turn')}, {counted(len(conv.compactions), 'compaction')}, "
         f"max lineage generation {conv.max_generation}"
         + (f", peak token fraction {peak:.2f}" if peak is not None else "")
     )
@@ -75,5 +75,6 @@ def _list(values: list[int]) -> str:
     return f"{head} ... {tail}"
 
 
-def _n(count: int, noun: str) -> str:
+def counted(count: int, noun: str) -> str:
+    """``1 turn``, ``2 turns``: a count and its noun, plural when it is not one."""
     return f"{count} {noun}" + ("" if count == 1 else "s")

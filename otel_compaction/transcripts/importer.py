@@ -8,7 +8,7 @@ the backend refused is counted and reported.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,7 +85,12 @@ class ImportResult:
     compactions: int = 0
     spans_exported: int = 0
     spans_failed: int = 0
+    replayed_files: int = 0
     errors: list[TranscriptError] = field(default_factory=list)
+
+
+Replay = Callable[[Path], tuple[int, int]]
+"""Sends an OTLP/JSON file's requests on as they are: (spans accepted, spans not accepted)."""
 
 
 def import_files(
@@ -95,8 +100,13 @@ def import_files(
     diagnostics: Diagnostics | None = None,
     progress: Progress | None = None,
     service_name: str = DEFAULT_SERVICE_NAME,
+    replay: Replay | None = None,
 ) -> ImportResult:
-    """Replay transcripts through the engine and export their spans with ``exporter``."""
+    """Replay transcripts through the engine and export their spans with ``exporter``.
+
+    OTLP/JSON trace files are already spans: with ``replay`` they are handed to it
+    (sent on unchanged), without it they are an error that says so.
+    """
     settings = settings or Settings.from_env()
     diagnostics = diagnostics or Diagnostics()
     processor = BlockingBatchProcessor(exporter)
@@ -111,6 +121,8 @@ def import_files(
     unique = UniqueConversations()
     try:
         for path in paths:
+            if replay is not None and _replayed(path, replay, result):
+                continue
             _import_file(path, replayer, unique, writer, result, diagnostics, progress)
         for settled in replayer.registry.finish():
             writer.settle(settled)
@@ -119,8 +131,25 @@ def import_files(
         provider.shutdown()
         if progress is not None:
             progress.finish()
-    result.spans_exported, result.spans_failed = processor.exported, processor.failed
+    result.spans_exported += processor.exported
+    result.spans_failed += processor.failed
     return result
+
+
+def _replayed(path: Path, replay: Replay, result: ImportResult) -> bool:
+    """Replay ``path`` if it is an OTLP/JSON file; whether it was one."""
+    try:
+        if detect_format(path) is not Format.OTLP:
+            return False
+        sent, failed = replay(path)
+    except TranscriptError as exc:
+        result.errors.append(exc)
+        return True
+    result.files += 1
+    result.replayed_files += 1
+    result.spans_exported += sent
+    result.spans_failed += failed
+    return True
 
 
 def _import_file(
@@ -140,7 +169,9 @@ def _import_file(
             result.files += 1
             return
         if fmt is Format.OTLP:
-            raise TranscriptError(path, "already OTLP/JSON spans: nothing to import")
+            raise TranscriptError(
+                path, "already OTLP/JSON spans: nothing to convert (--otlp-endpoint replays it)"
+            )
         unique.start_file(path.name)
         for raw in read_transcript(path, fmt, diagnostics, progress):
             event = unique.rename(raw)

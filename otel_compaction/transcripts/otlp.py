@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from google.protobuf.message import Message
+
 from otel_compaction.processor.decode import DecodeError, Signal, parse_json
 from otel_compaction.processor.extract import Item, spans_to_items
 from otel_compaction.transcripts.lines import Diagnostics, read_document, read_raw_lines
@@ -29,6 +31,18 @@ def read_otlp(
     model_windows: Mapping[str, int] | None = None,
 ) -> Iterator[Item]:
     """The engine inputs of every span in an OTLP/JSON file, in file order."""
+    for request in read_otlp_requests(path, diagnostics, progress):
+        yield from _items(request, model_windows)
+
+
+def read_otlp_requests(
+    path: Path, diagnostics: Diagnostics, progress: Progress | None = None
+) -> Iterator[Message]:
+    """Every ``ExportTraceServiceRequest`` of an OTLP/JSON file, in file order.
+
+    A line that is not one is reported in ``diagnostics`` and skipped; a file
+    holding one pretty-printed request gives that request.
+    """
     first = True
     for lineno, raw in read_raw_lines(path, diagnostics, progress):
         try:
@@ -37,22 +51,22 @@ def read_otlp(
             if first and raw.lstrip().startswith(b"{"):
                 whole = _whole_document(path)
                 if whole is not None:
-                    yield from _items(whole, model_windows)
+                    yield whole
                     return
             diagnostics.skip(path, lineno, exc.reason)
             continue
         finally:
             first = False
-        yield from _items(request, model_windows)
+        yield request
 
 
-def _whole_document(path: Path) -> object | None:
+def _whole_document(path: Path) -> Message | None:
     """The file as one pretty-printed request, or None when it is not one."""
     data = read_document(path)
     if data is None:
         return None
     try:
-        request: object = parse_json(Signal.TRACES, data)
+        request: Message = parse_json(Signal.TRACES, data)
         return request
     except DecodeError:
         return None

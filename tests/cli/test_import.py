@@ -1,4 +1,4 @@
-"""otel-compaction import: to a file, over OTLP/HTTP, and its errors."""
+"""otel-compaction import: to a file, over OTLP/HTTP, replays of OTLP/JSON files, and errors."""
 
 from __future__ import annotations
 
@@ -73,6 +73,7 @@ class _Collector(BaseHTTPRequestHandler):
         request = trace_service_pb2.ExportTraceServiceRequest.FromString(body)
         count = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
         self.server.spans.append(count)  # type: ignore[attr-defined]
+        self.server.bodies.append(body)  # type: ignore[attr-defined]
         reply = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
@@ -89,6 +90,7 @@ def collector() -> Iterator[ThreadingHTTPServer]:
     """An OTLP/HTTP endpoint on a free loopback port."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
     server.spans = []  # type: ignore[attr-defined]
+    server.bodies = []  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield server
@@ -146,3 +148,69 @@ def test_unwritable_out_file_is_a_clear_error(
     target = tmp_path / "missing" / "traces.jsonl"
     assert main(["import", BASIC, "--out", str(target)]) == 1
     assert "otel-compaction import:" in capsys.readouterr().err
+
+
+def _file_requests(path: Path) -> list[trace_service_pb2.ExportTraceServiceRequest]:
+    from otel_compaction.processor.decode import Signal, parse_json
+
+    lines = path.read_bytes().splitlines()
+    return [parse_json(Signal.TRACES, line) for line in lines if line.strip()]  # type: ignore[misc]
+
+
+@pytest.mark.slow
+def test_otlp_json_file_with_an_endpoint_is_replayed_unchanged(
+    tmp_path: Path, collector: ThreadingHTTPServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An OTLP/JSON file (here one import --out wrote) is sent on request by request, as it is."""
+    traces = tmp_path / "traces.jsonl"
+    assert main(["import", BASIC, "--out", str(traces)]) == 0
+    capsys.readouterr()
+    host, port = collector.server_address[:2]
+    endpoint = f"http://{host!s}:{port}"
+    assert main(["import", str(traces), "--otlp-endpoint", endpoint]) == 0
+    expected = _file_requests(traces)
+    assert collector.spans == [  # type: ignore[attr-defined]
+        sum(len(ss.spans) for rs in r.resource_spans for ss in rs.scope_spans) for r in expected
+    ]
+    assert collector.bodies == [r.SerializeToString() for r in expected]  # type: ignore[attr-defined]
+    err = capsys.readouterr().err
+    assert f"1 OTLP/JSON file replayed: {sum(collector.spans)} spans written to" in err  # type: ignore[attr-defined]
+
+
+def test_otlp_json_file_with_out_says_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With --out an OTLP/JSON file is refused, and the message says --otlp-endpoint replays it."""
+    traces = tmp_path / "traces.jsonl"
+    assert main(["import", BASIC, "--out", str(traces)]) == 0
+    capsys.readouterr()
+    assert main(["import", str(traces), "--out", str(tmp_path / "again.jsonl")]) == 1
+    assert "already OTLP/JSON spans: nothing to convert (--otlp-endpoint replays it)" in (
+        capsys.readouterr().err
+    )
+
+
+@pytest.mark.slow
+def test_otlp_json_replay_over_grpc_reaches_the_processor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--otlp-protocol grpc replays into a real OTLP/gRPC receiver (the processor's)."""
+    from tests.processor.service_util import running, wait_for
+
+    traces = tmp_path / "traces.jsonl"
+    assert main(["import", BASIC, "--out", str(traces)]) == 0
+    spans = sum(
+        len(ss.spans)
+        for r in _file_requests(traces)
+        for rs in r.resource_spans
+        for ss in rs.scope_spans
+    )
+    with running(tmp_path / "processor", processing={"reorder_window_seconds": 0.0}) as (
+        service, _out,
+    ):  # fmt: skip
+        assert service.grpc is not None
+        endpoint = f"http://127.0.0.1:{service.grpc.port}"
+        args = ["import", str(traces), "--otlp-endpoint", endpoint, "--otlp-protocol", "grpc"]
+        assert main(args) == 0
+        assert wait_for(lambda: len(service.pipeline.state.registry) == 2)
+    assert f"{spans} spans written to {endpoint}" in capsys.readouterr().err
