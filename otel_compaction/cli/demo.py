@@ -18,6 +18,7 @@ from pathlib import Path
 
 from otel_compaction.demo.runner import DEFAULT_OUT
 from otel_compaction.demo.scenarios import SCENARIO_NAMES, SCENARIOS
+from otel_compaction.report.text import counted
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
     progress = None if args.quiet else _progress
     try:
         if progress is not None:
-            progress(f"otel-compaction demo: {len(chosen)} scenarios, writing to {args.out}")
+            progress(
+                f"otel-compaction demo: {counted(len(chosen), 'scenario')}, writing to {args.out}"
+            )
         result = run_demo(args.out, chosen, otlp_endpoint=args.otlp_endpoint, progress=progress)
     except DemoError as exc:
         print(f"otel-compaction demo: {exc}", file=sys.stderr)
