@@ -1,6 +1,6 @@
 """A clean install, as a user makes it: the built wheel in fresh virtual environments.
 
-The wheel is built once per test session (``python -m build --wheel``); each
+The wheel is built once per test session (``python -m build``: from the sdist); each
 environment is created once per session with only what its tests need, by the
 project's own pip (``pip --python``: the new environment gets no pip of its
 own), from the package index through pip's cache. Nothing of the checkout or of
@@ -28,15 +28,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The distribution's wheel, built from the source tree."""
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sdist and the wheel, built once: ``python -m build`` makes the sdist, then the wheel
+    from the unpacked sdist (so no stale ``build/`` folder of the checkout leaks into it)."""
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(ROOT)],
+        [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
         check=True,
         capture_output=True,
     )
-    (built,) = out.glob("otel_compaction-*.whl")
+    return out
+
+
+@pytest.fixture(scope="session")
+def wheel(dist: Path) -> Path:
+    """The distribution's wheel."""
+    (built,) = dist.glob("otel_compaction-*.whl")
     return built
 
 

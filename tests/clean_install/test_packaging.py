@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import tarfile
 from pathlib import Path
 
 import pytest
 
-from tests.clean_install.conftest import ROOT, CleanEnv
+from tests.clean_install.conftest import CleanEnv
 
 pytestmark = pytest.mark.slow
 
 
-def test_sdist_builds(tmp_path: Path) -> None:
-    """`python -m build --sdist` makes the source distribution (the wheel is the session's)."""
-    subprocess.run(
-        [sys.executable, "-m", "build", "--sdist", "--outdir", str(tmp_path), str(ROOT)],
-        check=True,
-        capture_output=True,
-    )
-    assert len(list(tmp_path.glob("otel_compaction-*.tar.gz"))) == 1
+def test_sdist_holds_the_package_and_the_readme(dist: Path) -> None:
+    """The session's build made one sdist (the wheel was built from it) with the sources."""
+    (sdist,) = dist.glob("otel_compaction-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    assert {"README.md", "pyproject.toml", "otel_compaction/py.typed"} <= names
+    assert "otel_compaction/instrument/_instrumentor.py" in names
 
 
 def test_wheel_installs_with_its_entry_points_and_types(core_env: CleanEnv) -> None:
