@@ -1,18 +1,19 @@
 """One plotly figure per conversation: timeline, phase band, compaction intervals, lineage.
 
-Rows, top to bottom:
+Rows, top to bottom (the last two only when they have something to show):
 
 1. **token fraction** per turn, the pressure threshold and hard ceiling as
-   dashed lines, each compaction as a vertical line and a marker (flagged
-   compactions red, larger, with the reasons on hover);
+   dashed lines, each compaction as a vertical line and a marker at its turn
+   and its token fraction (the one its findings quote; flagged compactions
+   red, larger, with the reasons on hover);
 2. **phase band**: the most likely phase as coloured runs of turns, with the
    transition likelihood drawn over it and the veto threshold tau;
 3. **compaction intervals**: turns between consecutive compactions, one bar
-   per compaction (bars shrinking to the right under flat load is note 004's
-   livelock signature; flagged bars are red);
-4. **lineage**: each compaction a node at its turn, an edge to its parent; a
-   chain of summaries of summaries stays on one lane, a new lineage or a
-   branch opens a new lane.
+   per compaction with an interval (bars shrinking to the right under flat
+   load is the livelock signature; flagged bars are red);
+4. **lineage**, for two compactions or more: each compaction a node at its
+   turn, an edge to its parent; a chain of summaries of summaries stays on one
+   lane, a new lineage or a branch opens a new lane.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from plotly.subplots import make_subplots
 from otel_compaction.config import Settings
 from otel_compaction.model import CompactionAnalysis, TurnAnalysis
 from otel_compaction.report.lineage_chart import add_lineage
-from otel_compaction.report.model import ConversationReport
+from otel_compaction.report.model import ConversationReport, compaction_token_fraction
 from otel_compaction.report.parts import (
     COMPACTION_COLOR,
     FLAG_COLOR,
@@ -49,38 +50,64 @@ class _PhaseRun:
     last: int
 
 
+_ROWS = {
+    "timeline": (0.34, "token fraction (context / window) per turn"),
+    "phase": (0.16, "phase and transition likelihood"),
+    "intervals": (0.25, "compaction interval (turns since the previous compaction)"),
+    "lineage": (0.25, "compaction lineage (edge: summary compacted again)"),
+}
+
+
+def figure_rows(conv: ConversationReport) -> list[str]:
+    """The rows a conversation's figure has: no panel that would be empty.
+
+    The interval row needs an interval (two compactions, or a cycle the input
+    gives); the lineage row needs two compactions to relate (a lone compaction's
+    generation is on its hover in the timeline).
+    """
+    rows = ["timeline", "phase"]
+    if any(c.record.cycle is not None for c in conv.compactions):
+        rows.append("intervals")
+    if len(conv.compactions) >= 2:
+        rows.append("lineage")
+    return rows
+
+
 def conversation_figure(conv: ConversationReport, settings: Settings) -> go.Figure:
-    """The four-row figure of one conversation."""
+    """The figure of one conversation: timeline, phase band, and the compaction rows it needs."""
+    rows = figure_rows(conv)
+    row = {name: i for i, name in enumerate(rows, start=1)}
+    heights = [_ROWS[name][0] for name in rows]
     fig = make_subplots(
-        rows=4,
+        rows=len(rows),
         cols=1,
-        row_heights=[0.34, 0.16, 0.25, 0.25],
-        vertical_spacing=0.07,
-        subplot_titles=(
-            "token fraction (context / window) per turn",
-            "phase and transition likelihood",
-            "compaction interval (turns since the previous compaction)",
-            "compaction lineage (edge: summary compacted again)",
-        ),
+        row_heights=[h / sum(heights) for h in heights],
+        vertical_spacing=0.07 if len(rows) > 2 else 0.12,
+        subplot_titles=[_ROWS[name][1] for name in rows],
     )
     guides = Guides()
     _timeline(fig, conv, settings, guides)
     _phase_band(fig, conv.turns, settings, guides)
-    _intervals(fig, conv.compactions)
-    add_lineage(fig, conv.compactions)
+    if "intervals" in row:
+        _intervals(fig, conv.compactions, row["intervals"])
+    if "lineage" in row:
+        add_lineage(fig, conv.compactions, row["lineage"])
     guides.apply(fig)
     last_turn = max(conv.turn_count, *(c.record.turn_index for c in conv.compactions), 1)
-    for row in (1, 2, 4):
-        fig.update_xaxes(range=[0.5, last_turn + 0.5], row=row, col=1)
-    fig.update_xaxes(title_text="turn", row=4, col=1)
+    for name in ("timeline", "phase", "lineage"):
+        if name in row:
+            fig.update_xaxes(range=[0.5, last_turn + 0.5], row=row[name], col=1)
+    fig.update_xaxes(title_text="turn", row=len(rows), col=1)
     fig.update_yaxes(range=[0, 1.05], row=1, col=1)
     fig.update_yaxes(range=[0, 1.0], row=2, col=1)
-    fig.update_yaxes(title_text="turns", row=3, col=1)
+    if "intervals" in row:
+        fig.update_yaxes(title_text="turns", row=row["intervals"], col=1)
+    height = int(1000 * sum(heights))
     fig.update_layout(
         template="plotly_white",
-        height=1000,
-        margin={"l": 60, "r": 30, "t": 60, "b": 40},
-        legend={"orientation": "h", "y": -0.05},
+        height=height,
+        margin={"l": 60, "r": 30, "t": 60, "b": 60},
+        legend={"orientation": "h", "y": -55 / height},  # below the "turn" axis title
         hovermode="closest",
     )
     return fig
@@ -133,11 +160,11 @@ def _compaction_marks(
         line = {"color": color, "width": 3 if flagged else 1, "dash": "solid" if flagged else "dot"}
         for c in chosen:
             for row in (1, 2):
-                guides.vline(c.record.turn_index - 0.5, row, line)
+                guides.vline(c.record.turn_index, row, line)
         fig.add_trace(
             go.Scatter(
-                x=[c.record.turn_index - 0.5 for c in chosen],
-                y=[_fraction_at(c) for c in chosen],
+                x=[c.record.turn_index for c in chosen],
+                y=[compaction_token_fraction(c) or 0.0 for c in chosen],
                 mode="markers",
                 marker={
                     "symbol": "star" if flagged else "diamond",
@@ -152,14 +179,6 @@ def _compaction_marks(
             row=1,
             col=1,
         )
-
-
-def _fraction_at(analysis: CompactionAnalysis) -> float:
-    if analysis.record.token_fraction is not None:
-        return analysis.record.token_fraction
-    if analysis.pressure is not None:
-        return analysis.pressure.token_fraction
-    return 0.0
 
 
 def phase_runs(turns: Sequence[TurnAnalysis]) -> list[_PhaseRun]:
@@ -217,7 +236,7 @@ def _phase_band(
     fig.update_layout(barmode="overlay")
 
 
-def _intervals(fig: go.Figure, compactions: Sequence[CompactionAnalysis]) -> None:
+def _intervals(fig: go.Figure, compactions: Sequence[CompactionAnalysis], row: int) -> None:
     cycles = [(i, c) for i, c in enumerate(compactions, start=1) if c.record.cycle is not None]
     if not cycles:
         return
@@ -240,6 +259,6 @@ def _intervals(fig: go.Figure, compactions: Sequence[CompactionAnalysis]) -> Non
             "new content %{customdata[1]:,} tokens/turn<br>"
             "residual %{customdata[2]:,} tokens<extra></extra>",
         ),
-        row=3,
+        row=row,
         col=1,
     )

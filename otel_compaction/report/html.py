@@ -1,20 +1,30 @@
 """The self-contained HTML report: plotly.js inline, no request at view time.
 
-The page: a summary, every finding in a table, every conversation in a table,
-then one figure per conversation (:mod:`otel_compaction.report.figures`) for
-at most ``max_charts`` conversations, those with findings first.
+The page: a summary, every finding in a table, a legend of the finding kinds
+and rules (linked to the docs when they are at hand), every conversation in a
+table, then one figure per conversation (:mod:`otel_compaction.report.figures`)
+for at most ``max_charts`` conversations, those with findings first. Compaction
+ids are shortened to 8 characters, the full id on hover.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from html import escape
+from pathlib import Path
 
 from plotly.offline import get_plotlyjs
 
 from otel_compaction.config import Settings
 from otel_compaction.report.figures import conversation_figure
-from otel_compaction.report.model import ConversationReport, FindingsReport
+from otel_compaction.report.legend import CONCEPTS_PAGE, DETECTORS_PAGE, LEGEND, docs_dir
+from otel_compaction.report.model import (
+    ConversationReport,
+    FindingsReport,
+    compaction_token_fraction,
+)
+from otel_compaction.report.parts import short_id
+from otel_compaction.report.text import counted
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px; color: #222; }
@@ -41,6 +51,7 @@ def render_html(
         "</head><body>",
         *_summary(report),
         *_findings_table(report),
+        *_legend(report, docs_dir()),
         *_conversations_table(report),
         *_charts(report, max_charts, settings),
         "</body></html>",
@@ -61,9 +72,11 @@ def _summary(report: FindingsReport) -> Iterator[str]:
     compactions = sum(len(c.compactions) for c in report.conversations)
     yield "<h1>otel-compaction report</h1>"
     yield (
-        f"<p>{len(report.conversations)} conversations, {compactions} compactions, "
-        f'<span class="flag">{len(report.findings)} findings</span>; '
-        f"{len(report.files)} input files, {report.skipped_count} lines skipped.</p>"
+        f"<p>{counted(len(report.conversations), 'conversation')}, "
+        f"{counted(compactions, 'compaction')}, "
+        f'<span class="flag">{counted(len(report.findings), "finding")}</span>; '
+        f"{counted(len(report.files), 'input file')}, "
+        f"{counted(report.skipped_count, 'line')} skipped.</p>"
     )
     if report.unreadable:
         yield "<p class='flag'>Files that could not be read:</p><ul>"
@@ -78,13 +91,52 @@ def _findings_table(report: FindingsReport) -> Iterator[str]:
         yield "<p class='muted'>None: no compaction was flagged.</p>"
         return
     yield "<table><tr><th>kind</th><th>rule</th><th>conversation</th><th>turn</th>"
-    yield "<th>compaction</th><th>reason</th></tr>"
-    for f in report.findings:
+    yield "<th>compaction</th><th>token fraction</th><th>reason</th></tr>"
+    for conv in report.conversations:
+        for c in conv.compactions:
+            fraction = compaction_token_fraction(c)
+            shown = "" if fraction is None else f"{fraction:.2f}"
+            for f in c.findings:
+                yield (
+                    f"<tr><td class='flag'>{_kind_link(f.kind.value, f.rule)}</td>"
+                    f"<td>{escape(f.rule)}</td>"
+                    f"<td><a href='#{_anchor(f.conversation_id)}'>{escape(f.conversation_id)}"
+                    f"</a></td><td class='num'>{f.turn}</td><td>{_id(f.compaction_id)}</td>"
+                    f"<td class='num'>{shown}</td><td>{escape(f.reason)}</td></tr>"
+                )
+    yield "</table>"
+
+
+def _id(compaction_id: str) -> str:
+    """A compaction id, short, with the full id on hover."""
+    return f"<code title='{escape(compaction_id)}'>{escape(short_id(compaction_id))}</code>"
+
+
+def _kind_link(kind: str, rule: str) -> str:
+    return f"<a href='#legend-{escape(kind)}-{escape(rule)}'>{escape(kind)}</a>"
+
+
+def _legend(report: FindingsReport, docs: Path | None) -> Iterator[str]:
+    """What each finding kind and rule means; the ones found here first, marked."""
+    found = {(f.kind, f.rule) for f in report.findings}
+    yield "<h2 id='legend'>What the findings mean</h2>"
+    if docs is None:
         yield (
-            f"<tr><td class='flag'>{escape(f.kind.value)}</td><td>{escape(f.rule)}</td>"
-            f"<td><a href='#{_anchor(f.conversation_id)}'>{escape(f.conversation_id)}</a></td>"
-            f"<td class='num'>{f.turn}</td><td><code>{escape(f.compaction_id)}</code></td>"
-            f"<td>{escape(f.reason)}</td></tr>"
+            f"<p class='muted'>The reasons are in <code>{CONCEPTS_PAGE}</code>, the exact "
+            f"rules in <code>{DETECTORS_PAGE}</code>, in the otel-compaction repository.</p>"
+        )
+    yield "<table><tr><th>kind</th><th>rule</th><th>means</th><th>why</th><th>here</th></tr>"
+    entries = sorted(LEGEND, key=lambda e: (e.kind, e.rule) not in found)
+    for e in entries:
+        section = escape(e.section)
+        if docs is not None:
+            href = f"{(docs / 'concepts.md').as_uri()}#{e.anchor}"
+            section = f"<a href='{escape(href)}'>{section}</a>"
+        here = "found" if (e.kind, e.rule) in found else ""
+        yield (
+            f"<tr id='legend-{e.kind.value}-{escape(e.rule)}'><td>{e.kind.value}</td>"
+            f"<td>{escape(e.rule)}</td><td>{escape(e.meaning)}</td><td>{section}</td>"
+            f"<td class='flag'>{here}</td></tr>"
         )
     yield "</table>"
 
@@ -112,9 +164,10 @@ def _charts(report: FindingsReport, max_charts: int, settings: Settings) -> Iter
         yield f"<h2 id='{_anchor(conv.conversation_id)}'>{escape(conv.conversation_id)}</h2>"
         origin = ", ".join(escape(x) for x in (conv.agent, conv.source) if x)
         yield (
-            f"<p class='muted'>{origin}{'; ' if origin else ''}{conv.turn_count} turns, "
-            f"{len(conv.compactions)} compactions, max lineage generation "
-            f"{conv.max_generation}, {len(conv.findings)} findings</p>"
+            f"<p class='muted'>{origin}{'; ' if origin else ''}"
+            f"{counted(conv.turn_count, 'turn')}, {counted(len(conv.compactions), 'compaction')}, "
+            f"max lineage generation {conv.max_generation}, "
+            f"{counted(len(conv.findings), 'finding')}</p>"
         )
         figure = conversation_figure(conv, settings)
         yield figure.to_html(

@@ -34,7 +34,8 @@ def lineage_lanes(compactions: Sequence[CompactionAnalysis]) -> dict[str, int]:
     return lanes
 
 
-def add_lineage(fig: go.Figure, compactions: Sequence[CompactionAnalysis]) -> None:
+def add_lineage(fig: go.Figure, compactions: Sequence[CompactionAnalysis], row: int) -> None:
+    """The lineage row: nodes, edges and lanes, in subplot ``row``."""
     if not compactions:
         return
     lanes = lineage_lanes(compactions)
@@ -42,7 +43,7 @@ def add_lineage(fig: go.Figure, compactions: Sequence[CompactionAnalysis]) -> No
     fig.add_trace(
         go.Scatter(x=edge_x, y=edge_y, mode="lines", line={"color": "#aaa", "width": 2},
                    hoverinfo="skip", showlegend=False),
-        row=4, col=1,
+        row=row, col=1,
     )  # fmt: skip
     fig.add_trace(
         go.Scatter(
@@ -61,13 +62,13 @@ def add_lineage(fig: go.Figure, compactions: Sequence[CompactionAnalysis]) -> No
             hovertext=[_lineage_text(c) for c in compactions],
             hoverinfo="text",
         ),
-        row=4,
+        row=row,
         col=1,
     )
     top = max(lanes.values(), default=0)
     fig.update_yaxes(
         range=[-0.6, top + 0.8], tickmode="array", tickvals=list(range(top + 1)),
-        ticktext=[f"lane {i}" for i in range(top + 1)], row=4, col=1,
+        ticktext=[f"lane {i}" for i in range(top + 1)], row=row, col=1,
     )  # fmt: skip
 
 

@@ -18,6 +18,14 @@ from otel_compaction.model import CompactionAnalysis, Finding, TurnAnalysis
 from otel_compaction.transcripts.lines import SkippedLine
 
 
+def compaction_token_fraction(analysis: CompactionAnalysis) -> float | None:
+    """The one token fraction of a compaction, the one its findings quote: tokens before the
+    compaction / window, else the last turn's before it; None when neither is known."""
+    if analysis.record.token_fraction is not None:
+        return analysis.record.token_fraction
+    return analysis.pressure.token_fraction if analysis.pressure is not None else None
+
+
 @dataclass(frozen=True, slots=True)
 class ConversationReport:
     """One conversation: every turn and compaction the engine analyzed, and the findings."""
@@ -45,8 +53,12 @@ class ConversationReport:
 
     @property
     def peak_token_fraction(self) -> float | None:
-        """The highest token fraction of any turn, None without turns."""
-        return max((t.pressure.token_fraction for t in self.turns), default=None)
+        """The highest token fraction of any turn or compaction, None without either."""
+        fractions = [t.pressure.token_fraction for t in self.turns]
+        fractions += [
+            f for c in self.compactions if (f := compaction_token_fraction(c)) is not None
+        ]
+        return max(fractions, default=None)
 
     def to_json(self) -> dict[str, object]:
         """The conversation's entry in the JSON report."""

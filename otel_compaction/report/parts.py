@@ -8,6 +8,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from otel_compaction.model import CompactionAnalysis
+from otel_compaction.report.model import compaction_token_fraction
 
 FLAG_COLOR = "#d62728"
 COMPACTION_COLOR = "#7f7f7f"
@@ -52,9 +53,17 @@ class Guides:
         fig.update_layout(shapes=self.shapes, annotations=[*fig.layout.annotations, *self.labels])
 
 
+def short_id(compaction_id: str) -> str:
+    """The first 8 characters of a long id (as git shortens hashes); short ids as they are."""
+    return compaction_id if len(compaction_id) <= 12 else compaction_id[:8]
+
+
 def flag_text(analysis: CompactionAnalysis) -> str:
+    """Hover text of a compaction: its full id, turn, token fraction and findings."""
     rec = analysis.record
-    head = f"compaction {escape(rec.compaction_id)} at turn {rec.turn_index}"
+    fraction = compaction_token_fraction(analysis)
+    at = "" if fraction is None else f", token fraction {fraction:.2f}"
+    head = f"compaction {escape(rec.compaction_id)} at turn {rec.turn_index}{at}"
     if not analysis.findings:
         return head
     reasons = "<br>".join(

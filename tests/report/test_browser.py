@@ -89,3 +89,46 @@ def test_screenshot_shows_the_timeline(page: Path, tmp_path: Path) -> None:
     assert not_white > 0.05 * WIDTH * HEIGHT
     assert _near(image, LINE_COLOR) > 2_000  # the token-fraction line and interval bars
     assert _near(image, FLAG_COLOR) > 500  # flagged compactions stand out in red
+
+
+PROBE = """<script>
+var gd = document.getElementById('conversation-chart-0');
+var star = gd.data.findIndex(function (t) { return t.name === 'flagged compaction'; });
+var point = gd.querySelectorAll('.scatterlayer .trace')[star].querySelector('path.point');
+var drawn = point.getAttribute('transform').match(/translate\\(([-\\d.]+),/)[1];
+var probe = {
+  x: gd.data[star].x,
+  drawn: parseFloat(drawn),
+  turn30: gd._fullLayout.xaxis.d2p(30),
+  turn29: gd._fullLayout.xaxis.d2p(29),
+  titles: gd.layout.annotations.map(function (a) { return a.text; }),
+  legend: document.getElementById('legend') !== null,
+};
+var out = document.createElement('pre');
+out.id = 'probe-result';
+out.textContent = JSON.stringify(probe);
+document.body.appendChild(out);
+</script>"""
+
+
+def test_one_compaction_page_draws_the_star_at_turn_30_and_no_empty_panel(tmp_path: Path) -> None:
+    """In Chromium, the flagged star is drawn at turn 30's pixel, with no interval panel."""
+    import json
+
+    from tests.report.one_compaction import one_compaction_report
+
+    html = render_html(one_compaction_report(), settings=Settings())
+    page = tmp_path / "one.html"
+    page.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    done = _chromium(page, tmp_path / "profile", "--dump-dom")
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = re.search(r'<pre id="probe-result">(.*?)</pre>', done.stdout)
+    assert found is not None, done.stderr[-2000:]
+    probe = json.loads(found.group(1).replace("&quot;", '"'))
+    assert probe["x"] == [30]
+    step = probe["turn30"] - probe["turn29"]
+    assert abs(probe["drawn"] - probe["turn30"]) < 0.25 * step
+    assert not [
+        t for t in probe["titles"] if t.startswith(("compaction interval", "compaction lineage"))
+    ]
+    assert probe["legend"] is True
