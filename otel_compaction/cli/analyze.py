@@ -65,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
     print_skip_total(diagnostics, "analyze")
     for bad in report.unreadable:
         print(f"otel-compaction analyze: cannot read {bad.path}: {bad.error}", file=sys.stderr)
+    for empty in report.empty:
+        print(
+            f"otel-compaction analyze: {empty.path} is empty: nothing to analyze", file=sys.stderr
+        )
     try:
         _write(report, args)
     except OSError as exc:

@@ -12,10 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from opentelemetry.sdk.resources import SERVICE_NAME
 
 from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.model import CompactionAnalysis, TurnAnalysis
+from otel_compaction.processor.extract import Item, spans_to_items
 from otel_compaction.processor.state import Applied, ConversationState
 from otel_compaction.report.model import ConversationReport, FileReport, FindingsReport
 from otel_compaction.transcripts import (
@@ -29,9 +33,10 @@ from otel_compaction.transcripts import (
     TranscriptError,
     UniqueConversations,
     detect_format,
-    read_otlp,
     read_transcript,
 )
+from otel_compaction.transcripts.detect import starts_like_otlp
+from otel_compaction.transcripts.otlp import read_otlp_requests
 
 INPUT_SUFFIXES = (".jsonl", ".json", ".ndjson")
 """Files taken from a directory given as input (recursively)."""
@@ -182,6 +187,8 @@ class _Run:
             self.progress.start_file(path.name)
         try:
             fmt = detect_format(path)
+            if fmt is Format.UNKNOWN and starts_like_otlp(path):
+                fmt = Format.OTLP  # no request decodes, but it is OTLP: say why, line by line
             if fmt is Format.OTLP:
                 self._read_otlp(path)
             elif fmt in TRANSCRIPT_FORMATS:
@@ -195,9 +202,16 @@ class _Run:
         return FileReport(str(path), fmt.value)
 
     def _read_otlp(self, path: Path) -> None:
-        items = list(read_otlp(path, self.diagnostics, self.progress, self.settings.model_windows))
-        for item in items:
-            self.builder.announce(ConversationInfo(item.conversation_id, source=str(path)))
+        items: list[Item] = []
+        windows = self.settings.model_windows
+        for request in read_otlp_requests(path, self.diagnostics, self.progress):
+            names = [_service_name(rs) for rs in request.resource_spans]
+            for item in spans_to_items(request, windows):
+                agent = names[item.position[0]] if item.position is not None else None
+                self.builder.announce(
+                    ConversationInfo(item.conversation_id, agent=agent, source=str(path))
+                )
+                items.append(item)
         self.otlp.offer(items)
 
     def _read_transcript(self, path: Path, fmt: Format) -> None:
@@ -208,3 +222,12 @@ class _Run:
                 self.builder.announce(event)
             else:
                 self.builder.take(self.replayer.feed(event))
+
+
+def _service_name(resource_spans: Any) -> str | None:
+    """The ``service.name`` of a resource, unless it is the SDK's ``unknown_service`` default."""
+    for kv in resource_spans.resource.attributes:
+        if kv.key == SERVICE_NAME:
+            name = kv.value.string_value
+            return name if name and not name.startswith("unknown_service") else None
+    return None

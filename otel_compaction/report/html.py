@@ -178,7 +178,7 @@ def _charts(report: FindingsReport, max_charts: int, settings: Settings) -> Iter
         )
     if left_out > 0:
         yield (
-            f"<p class='muted'>{left_out} more conversations have no chart "
+            f"<p class='muted'>{counted(left_out, 'more conversation')} without a chart "
             f"(limit {max_charts}; raise it with --max-charts).</p>"
         )
 

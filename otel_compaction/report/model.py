@@ -7,7 +7,8 @@ The JSON form is DESIGN.md's machine-readable report::
      "skipped": [{"file", "line", "error"}]}
 
 ``turn`` of a finding is the turn index at which the compaction happened;
-``skipped`` lists the input lines that could not be analyzed.
+``skipped`` lists what was not analyzed: whole files first (``line`` null: a file
+that could not be read, or an empty one), then the input lines.
 """
 
 from __future__ import annotations
@@ -70,6 +71,11 @@ class ConversationReport:
         }
 
 
+EMPTY_FORMAT = "empty"
+"""``FileReport.format`` of a file with nothing in it (``transcripts.Format.EMPTY``)."""
+EMPTY_ERROR = "empty file: nothing to analyze"
+
+
 @dataclass(frozen=True, slots=True)
 class FileReport:
     """One input file: its format, and the error if it could not be read at all."""
@@ -98,10 +104,19 @@ class FindingsReport:
         """The files that could not be read at all."""
         return tuple(f for f in self.files if f.error is not None)
 
+    @property
+    def empty(self) -> tuple[FileReport, ...]:
+        """The files that hold nothing (no non-blank line)."""
+        return tuple(f for f in self.files if f.error is None and f.format == EMPTY_FORMAT)
+
     def to_json(self) -> dict[str, object]:
-        """DESIGN.md's findings report, plus the skipped lines."""
+        """The findings report, with what was skipped: whole files, then lines."""
+        files: list[dict[str, object]] = [
+            {"file": f.path, "line": None, "error": f.error} for f in self.unreadable
+        ]
+        files += [{"file": f.path, "line": None, "error": EMPTY_ERROR} for f in self.empty]
         return {
             "conversations": [c.to_json() for c in self.conversations],
             "findings": [f.to_json() for f in self.findings],
-            "skipped": [s.to_json() for s in self.skipped],
+            "skipped": files + [s.to_json() for s in self.skipped],
         }

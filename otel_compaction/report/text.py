@@ -42,6 +42,10 @@ def _lines(report: FindingsReport) -> Iterator[str]:
         yield ""
         yield "files that could not be read:"
         yield from (f"  {f.path}: {f.error}" for f in report.unreadable)
+    if report.empty:
+        yield ""
+        yield "empty files (nothing to analyze):"
+        yield from (f"  {f.path}" for f in report.empty)
 
 
 def _conversation(conv: ConversationReport) -> Iterator[str]:

@@ -19,6 +19,7 @@ is ``unknown``.
 from __future__ import annotations
 
 import enum
+import re
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +103,22 @@ def is_whole_file_otlp(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> bool:
         return False
     value, _ = parse_line(data)
     return value is not None and classify_record(value) is Format.OTLP
+
+
+_OTLP_START = re.compile(rb'\A\s*\{\s*"(resourceSpans|resource_spans)"\s*:')
+
+
+def starts_like_otlp(path: Path) -> bool:
+    """Whether the file opens like an OTLP/JSON request, decodable or not.
+
+    A file whose only request is cut short has no decisive line, so
+    :func:`detect_format` calls it ``unknown``; this tells such a file apart
+    from one that is not OTLP at all, so that its lines can be reported as
+    truncated OTLP.
+    """
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return _OTLP_START.match(head) is not None

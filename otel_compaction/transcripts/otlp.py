@@ -13,6 +13,7 @@ the phase filter as they are.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -53,11 +54,34 @@ def read_otlp_requests(
                 if whole is not None:
                     yield whole
                     return
-            diagnostics.skip(path, lineno, exc.reason)
+            diagnostics.skip(path, lineno, _why(raw, exc.reason))
             continue
         finally:
             first = False
         yield request
+
+
+def _why(raw: bytes, reason: str) -> str:
+    """A line that stops inside its JSON is said to be truncated, with where it stops."""
+    text = raw.rstrip()
+    if not is_cut_short(text):
+        return reason
+    return (
+        f"truncated OTLP/JSON: the request stops after {len(text)} bytes of the line, "
+        f"inside its JSON (the file was cut, or is still being written)"
+    )
+
+
+def is_cut_short(text: bytes) -> bool:
+    """Whether JSON text ends inside a string, an object or an array (a cut-off prefix)."""
+    bare = _STRING.sub(b"", text)  # complete strings out: what is left is structure
+    if b'"' in bare:
+        return True  # a string that never closes
+    opened = bare.count(b"{") + bare.count(b"[")
+    return opened > bare.count(b"}") + bare.count(b"]")
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 
 
 def _whole_document(path: Path) -> Message | None:

@@ -66,17 +66,110 @@ def test_unreadable_file_exits_one_and_the_rest_is_reported(
 
 
 def test_empty_file_and_file_without_compaction(capsys: pytest.CaptureFixture[str]) -> None:
-    """An empty file adds nothing; a session without compaction is listed with 0 compactions."""
-    files = [str(TESTDATA / "empty.jsonl"), str(TESTDATA / "claude_no_compaction.jsonl")]
+    """An empty file is reported as empty; a session without compaction has 0 compactions."""
+    empty = str(TESTDATA / "empty.jsonl")
+    files = [empty, str(TESTDATA / "claude_no_compaction.jsonl")]
     assert main(["analyze", *files, "--format", "json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
     assert report == {
         "conversations": [
             {"id": "5e551012-plain", "turns": 2, "compactions": 0, "max_generation": 0}
         ],
         "findings": [],
-        "skipped": [],
+        "skipped": [{"file": empty, "line": None, "error": "empty file: nothing to analyze"}],
     }
+    assert f"{empty} is empty: nothing to analyze" in captured.err
+    assert main(["analyze", empty]) == 0
+    assert f"empty files (nothing to analyze):\n  {empty}\n" in capsys.readouterr().out
+
+
+def test_unreadable_inputs_are_in_the_json_skipped_list(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What stderr calls unreadable, --format json lists in "skipped" with a null line."""
+    bad = str(TESTDATA / "not_a_transcript.jsonl")
+    missing = str(tmp_path / "missing.jsonl")
+    assert main(["analyze", bad, missing, LIVELOCK, "--format", "json"]) == 1
+    captured = capsys.readouterr()
+    skipped = json.loads(captured.out)["skipped"]
+    assert [(s["file"], s["line"]) for s in skipped] == [(bad, None), (missing, None)]
+    for entry in skipped:
+        assert f"cannot read {entry['file']}: {entry['error']}" in captured.err
+
+
+@pytest.fixture
+def otlp_file(tmp_path: Path) -> Path:
+    """An OTLP/JSON trace file of the basic Claude Code transcript (one request per line)."""
+    from otel_compaction.config import Settings
+    from otel_compaction.transcripts.importer import import_files
+    from otel_compaction.transcripts.otlp_file import OtlpJsonFileExporter
+
+    path = tmp_path / "traces.jsonl"
+    import_files([TESTDATA / "claude_basic.jsonl"], OtlpJsonFileExporter(path), Settings())
+    return path
+
+
+def test_truncated_otlp_file_is_reported_as_truncated_with_line_and_offset(
+    otlp_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A trace file cut inside its only request is truncated OTLP at line 1, byte N, not
+    "not OTLP/JSON"; the JSON report lists the line."""
+    line = otlp_file.read_bytes().splitlines()[0]
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(line[:1500])
+    assert main(["analyze", str(cut), "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "not OTLP/JSON" not in captured.err
+    expected = "truncated OTLP/JSON: the request stops after 1500 bytes of the line"
+    assert f"skipped {cut}:1: {expected}" in captured.err
+    (entry,) = json.loads(captured.out)["skipped"]
+    assert (entry["file"], entry["line"]) == (str(cut), 1)
+    assert entry["error"].startswith(expected)
+
+
+def test_last_line_cut_keeps_the_rest_and_names_the_line(
+    otlp_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Whole requests before the cut are analyzed; the cut line is reported as truncated."""
+    lines = otlp_file.read_bytes().splitlines()
+    assert len(lines) >= 1
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(b"\n".join([*lines, lines[0][:700]]))
+    assert main(["analyze", str(cut)]) == 0
+    captured = capsys.readouterr()
+    assert f"{cut}:{len(lines) + 1}: truncated OTLP/JSON: the request stops after 700 bytes" in (
+        captured.out
+    )
+    assert "5e551011-basic" in captured.out
+
+
+def test_otlp_conversation_is_named_by_its_service(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An inferred conversation read from OTLP is shown with its service.name."""
+    from otel_compaction.config import Settings
+    from otel_compaction.transcripts.importer import import_files
+    from otel_compaction.transcripts.otlp_file import OtlpJsonFileExporter
+
+    path = tmp_path / "traces.jsonl"
+    import_files(
+        [TESTDATA / "codex_rollout.jsonl"],
+        OtlpJsonFileExporter(path),
+        Settings(),
+        service_name="triage-agent",
+    )
+    assert main(["analyze", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"0199c0de-aaaa-7bbb-8ccc-000000000001  (triage-agent, {path})" in out
+
+
+def test_counts_are_singular_for_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One of anything is said in the singular: 1 conversation, 1 turn, 1 compaction."""
+    assert main(["analyze", str(TESTDATA / "claude_no_compaction.jsonl")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("otel-compaction analyze: 1 conversation, 0 compactions, 0 findings")
+    assert "inputs: 1 file (claude-code 1); 0 lines skipped" in out
 
 
 def test_directory_input_and_out_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

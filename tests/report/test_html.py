@@ -62,7 +62,7 @@ def test_chart_limit(report: FindingsReport) -> None:
     """--max-charts bounds the figures and the page says how many were left out."""
     page = render_html(report, max_charts=1, settings=Settings())
     assert len(re.findall(r'id="conversation-chart-\d+"', page)) == 1
-    assert "2 more conversations have no chart" in page
+    assert "2 more conversations without a chart" in page
 
 
 def test_findings_and_ids_are_escaped(report: FindingsReport, page: str) -> None:
