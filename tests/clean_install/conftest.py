@@ -13,16 +13,15 @@ import json
 import os
 import subprocess
 import sys
-import threading
-import time
 import venv
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.otlp_http import OtlpHttpReceiver
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -115,69 +114,6 @@ def core_env(clean_env: Callable[..., CleanEnv]) -> CleanEnv:
     return clean_env("", "anthropic")
 
 
-class OtlpHttpReceiver:
-    """An OTLP/HTTP endpoint on 127.0.0.1 that keeps every request body by path."""
-
-    def __init__(self) -> None:
-        self.bodies: list[tuple[str, bytes]] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                receiver.bodies.append((self.path, body))
-                self.send_response(200)
-                self.send_header("content-type", "application/x-protobuf")
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def endpoint(self) -> str:
-        """The base URL (``/v1/traces`` and ``/v1/metrics`` below it)."""
-        host, port = self.server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def spans(self) -> list[Any]:
-        """Every span received on /v1/traces."""
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-            ExportTraceServiceRequest,
-        )
-
-        out: list[Any] = []
-        for path, body in self.bodies:
-            if path == "/v1/traces":
-                request = ExportTraceServiceRequest.FromString(body)
-                out.extend(
-                    s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans
-                )
-        return out
-
-
-@pytest.fixture
-def otlp_receiver() -> Iterator[OtlpHttpReceiver]:
-    """An OTLP/HTTP receiver running for the test."""
-    receiver = OtlpHttpReceiver()
-    receiver.thread.start()
-    yield receiver
-    receiver.server.shutdown()
-    receiver.server.server_close()
-
-
-def attributes(span: Any) -> dict[str, Any]:
-    """A protobuf span's attributes as a dict."""
-    out: dict[str, Any] = {}
-    for kv in span.attributes:
-        which = kv.value.WhichOneof("value")
-        out[kv.key] = getattr(kv.value, which) if which else None
-    return out
-
-
 def json_documents(text: str) -> list[Any]:
     """The JSON values printed one after another (the console exporters' output)."""
     decoder = json.JSONDecoder()
@@ -192,11 +128,8 @@ def json_documents(text: str) -> list[Any]:
         out.append(value)
 
 
-def wait_for(condition: Callable[[], bool], timeout: float = 60.0) -> bool:
-    """Poll ``condition`` until it holds or ``timeout`` passes."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
+@pytest.fixture
+def otlp_receiver() -> Iterator[OtlpHttpReceiver]:
+    """An OTLP/HTTP receiver running for the test."""
+    with OtlpHttpReceiver() as receiver:
+        yield receiver

@@ -6,7 +6,6 @@ the wheel); the agent is a plain script that never imports otel_compaction.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -14,27 +13,9 @@ import pytest
 from otel_compaction import semconv as sc
 from otel_compaction.testing.llm_api import FakeLLMAPI, Reply, ToolCall
 from tests.clean_install.conftest import CleanEnv, json_documents, user_env
+from tests.otlp_http import AGENT, AGENT_MODEL
 
 pytestmark = pytest.mark.slow
-
-AGENT = textwrap.dedent(
-    """
-    import anthropic
-
-    client = anthropic.Anthropic()  # ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY from the environment
-    messages = [{"role": "user", "content": "Find the bug."}]
-    for turn in range(6):
-        if turn == 4:
-            messages = [messages[0], {"role": "user", "content": "Summary so far."}, *messages[-2:]]
-        reply = client.messages.create(model="claude-sonnet-4-6", max_tokens=64, messages=messages)
-        messages.append({"role": "assistant", "content": reply.content})
-        uses = [b for b in reply.content if b.type == "tool_use"]
-        results = [
-            {"type": "tool_result", "tool_use_id": u.id, "content": "ok " * 50} for u in uses
-        ]
-        messages.append({"role": "user", "content": results or "next"})
-    """
-)
 
 README_COMMAND = (
     "opentelemetry-instrument --traces_exporter console --metrics_exporter console "
@@ -74,7 +55,7 @@ def test_unmodified_agent_under_opentelemetry_instrument_prints_our_spans_and_me
     documents = json_documents(done.stdout)
     spans = [d for d in documents if "context" in d and "name" in d]
     names = [s["name"] for s in spans]
-    assert names.count("chat claude-sonnet-4-6") == 6
+    assert names.count(f"chat {AGENT_MODEL}") == 6
     assert names.count(sc.SPAN_COMPACTION) == 1
     assert "anthropic.messages.create" not in names  # the SDK's own span is suppressed
     chats = [s["attributes"] for s in spans if s["name"].startswith("chat")]

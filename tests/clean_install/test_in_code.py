@@ -11,7 +11,8 @@ import pytest
 
 from otel_compaction import semconv as sc
 from otel_compaction.testing.llm_api import FakeLLMAPI
-from tests.clean_install.conftest import CleanEnv, OtlpHttpReceiver, attributes, user_env
+from tests.clean_install.conftest import CleanEnv, user_env
+from tests.otlp_http import OtlpHttpReceiver, attributes
 
 pytestmark = pytest.mark.slow
 

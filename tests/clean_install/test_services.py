@@ -11,12 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.clean_install.conftest import (
-    CleanEnv,
-    OtlpHttpReceiver,
-    user_env,
-    wait_for,
-)
+from tests.clean_install.conftest import CleanEnv, user_env
+from tests.otlp_http import OtlpHttpReceiver
+from tests.processor.service_util import wait_for
 from tests.transcripts import TESTDATA
 
 pytestmark = pytest.mark.slow
@@ -51,7 +48,7 @@ def test_processor_logs_its_config_file_addresses_and_mode_at_start(
             stdout=subprocess.DEVNULL, stderr=handle, env=user_env(), text=True,
         )  # fmt: skip
     try:
-        assert wait_for(lambda: "listening:" in err.read_text()), err.read_text()
+        assert wait_for(lambda: "listening:" in err.read_text(), timeout=60), err.read_text()
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0
     finally:
