@@ -32,7 +32,7 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    # Boundary compaction (source note 000).
+    # Boundary compaction (docs/concepts.md#boundary-compaction).
     pressure_threshold: float = Field(0.65, ge=0.0, le=1.0)
     transition_veto: float = Field(0.35, ge=0.0, le=1.0)
     hard_ceiling: float = Field(0.92, ge=0.0, le=1.0)
@@ -66,7 +66,7 @@ class Settings(BaseModel):
     )
     tool_categories: dict[str, str] = Field(default_factory=dict)
 
-    # Re-expansion livelock (source note 004) and the vendors' thrashing guards.
+    # Re-expansion livelock (docs/concepts.md#re-expansion-livelock) and the vendors' guards.
     livelock_min_intervals: int = Field(4, ge=2)
     livelock_shrink_threshold: float = Field(0.20, ge=0.0, lt=1.0)
     livelock_content_stability: float = Field(0.15, ge=0.0)
@@ -82,7 +82,7 @@ class Settings(BaseModel):
     ineffective_min_turns: float = Field(2.0, ge=0.0)
     ineffective_min_reclaimed: float = Field(0.05, ge=0.0, le=1.0)
 
-    # Rubric and preserve-schema (source note 001).
+    # Rubric and preserve-schema (docs/concepts.md#the-preserve-schema).
     short_run_turns: int = Field(20, ge=0)
     schema_fields: tuple[str, ...] = ("goal", "plan", "decisions", "open_errors", "next_action")
     schema_min_coverage: float = Field(0.6, ge=0.0, le=1.0)

@@ -86,7 +86,8 @@ class TurnObservation:
         context_tokens: tokens in the request context, cached ones included.
         model: the requested model, for the window table.
         new_content_tokens: task content new since the previous call (tool
-            results and user text), the "new content" of note 004.
+            results and user text), the "new content" of a cycle
+            (docs/concepts.md#re-expansion-livelock).
         tool_output_tokens: sizes of the tool outputs new in this call, oldest first.
         tool_calls: names of the tools the response asked to call (phase inference).
         window: the context window if the caller knows it (overrides the table).
@@ -188,7 +189,7 @@ class CompactionObservation:
 
 @dataclass(frozen=True, slots=True)
 class Cycle:
-    """Note 004's accounting between the previous compaction and this one."""
+    """The cycle accounting between the previous compaction and this one."""
 
     interval_turns: int
     new_content_tokens: int
@@ -266,7 +267,7 @@ class Finding:
     rule: str = ""
 
     def to_json(self) -> dict[str, object]:
-        """The finding as it appears in the JSON report of DESIGN.md."""
+        """The finding as it appears in the JSON report (docs/analyze.md#the-report)."""
         return {
             "kind": self.kind.value,
             "conversation_id": self.conversation_id,

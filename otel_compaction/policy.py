@@ -1,11 +1,12 @@
 """The decision API, for agents that want to act on the signals, not only watch them.
 
-Two checks straight from the source notes, and an advisor that combines them
+Two checks (docs/concepts.md#boundary-compaction and #re-expansion-livelock), and an
+advisor that combines them
 with the conversation's live state::
 
     RuntimeError
-     ├── PhaseBoundaryCompactionError   should_compact(): lossy compaction vetoed (note 000)
-     └── CompactionReexpansionError     check_compaction_health(): livelock (note 004)
+     ├── PhaseBoundaryCompactionError   should_compact(): lossy compaction vetoed
+     └── CompactionReexpansionError     check_compaction_health(): livelock
 
 Usage::
 
@@ -50,7 +51,10 @@ DEFAULT_STUCK_TURNS = 12
 
 
 class PhaseBoundaryCompactionError(RuntimeError):
-    """A lossy compaction was attempted while the phase was about to flip (note 000)."""
+    """A lossy compaction was attempted while the phase was about to flip.
+
+    Why that is refused: docs/concepts.md#boundary-compaction.
+    """
 
     def __init__(
         self, message: str, *, token_fraction: float, transition_likelihood: float
@@ -61,7 +65,10 @@ class PhaseBoundaryCompactionError(RuntimeError):
 
 
 class CompactionReexpansionError(RuntimeError):
-    """Compaction cadence accelerates under flat task load (note 004): summaries re-expand."""
+    """Compaction cadence accelerates under flat task load: summaries re-expand.
+
+    Why that means re-expansion: docs/concepts.md#re-expansion-livelock.
+    """
 
     def __init__(self, message: str, *, intervals: tuple[float, ...], spread: float) -> None:
         super().__init__(message)
@@ -191,22 +198,23 @@ class AdvisorState:
 class CompactionAdvisor:
     """Answers "what should I do about compaction now?" for one conversation state.
 
-    The rules, first match wins (settings names in parentheses):
+    The rules, first match wins (settings names in parentheses; the reasons for each are
+    in docs/concepts.md, sections by rule):
 
     1. in re-expansion livelock: ``reset_lineage`` (re-summarize from raw retained
-       turns only and pin constraints outside the compacted region; note 004);
+       turns only and pin constraints outside the compacted region);
     2. token fraction at or above the ceiling (``hard_ceiling``):
        ``compact_extractive``, keeping the last ``extractive_tail_turns`` turns,
-       whatever the phase (note 000);
+       whatever the phase;
     3. neither token fraction nor attention decay reaches ``pressure_threshold``:
        ``continue``;
-    4. fewer than ``short_run_turns`` turns so far: ``continue`` (note 001: the
+    4. fewer than ``short_run_turns`` turns so far: ``continue`` (the
        summary costs more than the history it replaces);
     5. the phase is about to flip (transition likelihood > ``transition_veto``):
-       ``defer`` until it settles (note 000's veto);
+       ``defer`` until it settles (the veto);
     6. stuck: the same phase for ``stuck_turns`` turns or more while attention
        decay reaches ``pressure_threshold`` (tool outputs dominate):
-       ``prune_tool_outputs`` only, keeping every reasoning turn (note 001);
+       ``prune_tool_outputs`` only, keeping every reasoning turn;
     7. the phase is unknown: ``compact_extractive`` (a boundary cannot be ruled out);
     8. otherwise ``compact``: the phase is stable, summarize the closed work.
     """

@@ -13,8 +13,8 @@ from otel_compaction.config import ENV_PREFIX, Settings
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
 
 
-def test_defaults_match_the_source_notes() -> None:
-    """The defaults are note 000's and note 004's numbers."""
+def test_defaults_match_the_documented_rules() -> None:
+    """The defaults are numbers of the boundary and livelock incidents (docs/concepts.md)."""
     s = Settings()
     assert (s.pressure_threshold, s.transition_veto, s.hard_ceiling) == (0.65, 0.35, 0.92)
     assert s.extractive_tail_turns == 8

@@ -1,4 +1,7 @@
-"""The decision API: note 000's should_compact, note 004's health check, and the advisor."""
+"""The decision API: should_compact, check_compaction_health and the advisor.
+
+Their rules: docs/concepts.md#boundary-compaction and #re-expansion-livelock.
+"""
 
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ def test_attention_decay_alone_is_pressure() -> None:
 
 
 def test_veto_raises_with_the_numbers() -> None:
-    """Note 000: pressure due and transition likelihood > 0.35 raises, naming both numbers."""
+    """The boundary rule: pressure due and transition likelihood > 0.35 raises, naming both."""
     with pytest.raises(PhaseBoundaryCompactionError, match=r"transition_likelihood=0\.52") as err:
         should_compact(0.71, 0.30, 0.52)
     assert "token_fraction=0.71" in str(err.value)
@@ -68,7 +71,7 @@ def test_custom_thresholds() -> None:
 
 
 def test_health_check_raises_on_accelerating_flat_run() -> None:
-    """Note 004: intervals shrinking >20% three times under flat load raise, with the numbers."""
+    """The cadence rule: intervals shrinking >20% three times under flat load raise."""
     with pytest.raises(CompactionReexpansionError, match=r"\[9, 7, 5, 3\]") as err:
         check_compaction_health([9, 9, 9, 7, 5, 3], [610, 600, 590, 605])
     assert "spread 0.03" in str(err.value)
@@ -79,7 +82,7 @@ def test_health_check_raises_on_accelerating_flat_run() -> None:
 @pytest.mark.parametrize(
     ("intervals", "content"),
     [
-        ([11, 10, 12, 9], [600, 610, 590, 600]),  # note 004's reset run
+        ([11, 10, 12, 9], [600, 610, 590, 600]),  # the livelock incident's reset run
         ([9, 5, 2], [600, 600, 600]),  # three intervals never fire
         ([10, 8, 5, 3], [600, 600, 600, 600]),  # the first shrink is exactly 20%
         ([10, 7, 5, 3], [600, 700, 600, 600]),  # load not flat (spread 0.16)
@@ -89,7 +92,7 @@ def test_health_check_raises_on_accelerating_flat_run() -> None:
     ],
 )
 def test_health_check_does_not_raise(intervals: list[int], content: list[int]) -> None:
-    """Healthy cadences and every edge of note 004's rule pass without error."""
+    """Healthy cadences and every edge of the livelock incident's rule pass without error."""
     check_compaction_health(intervals, content)
 
 
@@ -143,7 +146,7 @@ def test_advisor_stuck_turns_is_configurable() -> None:
 
 
 def test_advise_conversation_follows_note_000() -> None:
-    """Live on note 000's run: defer at turn 30 (phase flipping), compact at turn 34 (settled)."""
+    """Live on the boundary incident: defer at turn 30 (phase flipping), compact at 34 (settled)."""
     at_30, _ = note_000_replay(None, stop_before=30)
     advice = advise_conversation(at_30)
     assert advice.action is AdviceAction.DEFER
@@ -153,7 +156,7 @@ def test_advise_conversation_follows_note_000() -> None:
 
 
 def test_advise_conversation_resets_a_livelocked_lineage() -> None:
-    """On note 004's accelerating run the advisor says reset the lineage."""
+    """On the livelock incident's accelerating run the advisor says reset the lineage."""
     analyzer, _ = note_004_run(NOTE_004_INTERVALS)
     advice = advise_conversation(analyzer)
     assert advice.action is AdviceAction.RESET_LINEAGE

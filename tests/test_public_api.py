@@ -1,4 +1,4 @@
-"""The package's public namespace: what DESIGN.md promises, sorted, and nothing missing."""
+"""The package's public namespace: what the docs promise, sorted, and nothing missing."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def test_all_is_sorted_and_resolvable() -> None:
 
 
 def test_design_api_names_are_exported() -> None:
-    """The fixed names of DESIGN.md import from the top-level package and from policy."""
+    """The documented public names (README.md) import from the top-level package and policy."""
     for name in ("CompactionInstrumentor", "conversation", "report_phase", "record_compaction"):
         assert name in otel_compaction.__all__
     assert "compaction" in otel_compaction.__all__

@@ -118,7 +118,7 @@ class ToolAgent:
         Args:
             keep_turns: the last turns kept verbatim after the summary.
             carry_summary: feed the previous summary to the summarizer
-                (summary of summary, note 004's condition b); False resets the
+                (summary of summary: the livelock's condition); False resets the
                 lineage: the summarizer sees only raw turns.
             trigger: why the agent compacts (``compaction.trigger``).
         """

@@ -1,4 +1,6 @@
-"""The debugging workloads: source note 000's run, the healthy run, two interleaved agents.
+"""The debugging workloads: the boundary incident, the healthy run, two interleaved agents.
+
+The boundary incident is docs/concepts.md#the-boundary-incident.
 
 Plans are strings, one letter per turn (see :mod:`otel_compaction.demo.plan`):
 explore with ``r``/``g``, hypothesize with ``t``, patch with ``e``, verify with
@@ -15,7 +17,7 @@ from otel_compaction.instrument import conversation, report_phase
 from otel_compaction.semconv import PROVIDER_ANTHROPIC, PROVIDER_OPENAI
 
 # --------------------------------------------------------------------------- #
-# Source note 000: a 40-turn debugging run, compacted at turn 30 or at turn 34.
+# The boundary incident: a 40-turn debugging run, compacted at turn 30 or at turn 34.
 # --------------------------------------------------------------------------- #
 
 DEBUG_SUBJECT = Subject(
@@ -65,7 +67,7 @@ SUMMARY_AT_34 = render_summary(
 
 
 def note000(compact_at: int, summary: str) -> Callable[[ScenarioContext], None]:
-    """Note 000's run, compacted by a history rewrite right before turn ``compact_at``."""
+    """The incident's run, compacted by a history rewrite right before turn ``compact_at``."""
 
     def run(ctx: ScenarioContext) -> None:
         agent = ctx.agent(

@@ -1,4 +1,6 @@
-"""Source note 004's migration agent: the re-expansion livelock and its lineage-reset twin.
+"""The livelock incident as a migration agent: the re-expansion livelock and its reset twin.
+
+The incident is docs/concepts.md#the-livelock-incident.
 
 The same agent and workload twice: it edits one adapter per turn (flat load)
 and compacts through an LLM summarizer inside a ``compaction()`` block. In the
@@ -45,7 +47,7 @@ LIVELOCK_TURNS = LIVELOCK_COMPACTIONS[-1] + 1
 KEEP_TAIL = 3
 RESTATED_CHARS = 1000
 RESET_COMPACTIONS = (20, 31, 41, 53, 62)
-"""Intervals 11, 10, 12 and 9 turns: note 004's run after the fix."""
+"""Intervals 11, 10, 12 and 9 turns: the incident's run after the fix."""
 RESET_TURNS = 66
 _NOTES = words_of(
     "adapter migrated to v2 client retry wrapper kept signature unchanged shim untouched "
@@ -69,7 +71,7 @@ def livelock_summary(number: int, text: str) -> str:
 
     Unsure whether the earlier summaries kept the constraints, it re-derives
     them once more per earlier compaction, from text that already restates
-    them: the restatement grows every cycle (note 004's dominant term).
+    them: the restatement grows every cycle (the livelock's dominant term).
     """
     prior = prior_summary(text)
     restated = f"## Earlier summary (restated)\n{prior}\n" if prior else ""
@@ -112,13 +114,13 @@ def _migration(
 
 
 def livelock(ctx: ScenarioContext) -> None:
-    """Note 004's livelock: 11 summary-of-summary compactions, intervals 9 down to 2."""
+    """The livelock: 11 summary-of-summary compactions, intervals 9 down to 2."""
     with conversation(LIVELOCK_ID):
         _migration(ctx, livelock_summary, MIGRATION_SYSTEM, LIVELOCK_COMPACTIONS, LIVELOCK_TURNS)
 
 
 def lineage_reset(ctx: ScenarioContext) -> None:
-    """Note 004's fix: lineage reset, constraints pinned; intervals 11, 10, 12, 9."""
+    """The fix: lineage reset, constraints pinned; intervals 11, 10, 12, 9."""
     system = f"{MIGRATION_SYSTEM}\nConstraints (pinned): {CONSTRAINTS}"
     with conversation(RESET_ID):
         _migration(ctx, reset_summary, system, RESET_COMPACTIONS, RESET_TURNS)

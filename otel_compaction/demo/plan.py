@@ -209,7 +209,10 @@ def _collect_text(value: Any, parts: list[str]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Brief:
-    """The preserve-schema fields of a summary (note 001): goal, plan, decisions..."""
+    """The preserve-schema fields of a summary: goal, plan, decisions...
+
+    Why these: docs/concepts.md#the-preserve-schema.
+    """
 
     goal: str
     plan: str

@@ -36,21 +36,21 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "note000-turn30",
-        "note 000: lossy compaction at turn 30, while hypothesize -> patch straddles",
+        "boundary incident: lossy compaction at turn 30, while hypothesize -> patch straddles",
         "inferred, phases inferred",
         (Expectation("debugger", ((BOUNDARY, 30),)),),
         debugging.note000(30, debugging.SUMMARY_AT_30),
     ),
     Scenario(
         "note000-turn34",
-        "note 000: the same run compacted at turn 34, once patch has settled",
+        "boundary incident: the same run compacted at turn 34, once patch has settled",
         "inferred, phases inferred",
         (Expectation("debugger"),),
         debugging.note000(34, debugging.SUMMARY_AT_34),
     ),
     Scenario(
         "note004-livelock",
-        "note 004: 11 summary-of-summary compactions, intervals shrinking under flat load",
+        "livelock incident: 11 summary-of-summary compactions, shrinking intervals, flat load",
         f"given ({migration.LIVELOCK_ID}), phases inferred",
         # Compactions 8 to 11: intervals 9, 7, 5, 3 and 7, 5, 3, 2 accelerate (cadence),
         # then three in a row within 3 turns (thrashing). Each of those four buys at most
@@ -67,7 +67,7 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         "note004-lineage-reset",
-        "note 004's fix: lineage reset, constraints pinned; intervals 11, 10, 12, 9",
+        "livelock incident fixed: lineage reset, constraints pinned; intervals 11, 10, 12, 9",
         f"given ({migration.RESET_ID}), phases inferred",
         (Expectation("migrator"),),
         migration.lineage_reset,

@@ -1,4 +1,6 @@
-"""Source note 004's numeric rule, once: accelerating compaction cadence under flat load.
+"""The livelock's numeric rule, once: accelerating compaction cadence under flat load.
+
+Why: docs/concepts.md#re-expansion-livelock.
 
 Used by the ``reexpansion_livelock`` detector and by
 ``policy.check_compaction_health``. With ``recent`` the last ``min_intervals``
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class CadenceVerdict:
-    """The numbers behind note 004's decision, for the reason and the error message."""
+    """The numbers behind the cadence decision, for the reason and the error message."""
 
     recent: tuple[float, ...]
     shrinks: tuple[float, ...]

@@ -1,9 +1,9 @@
-"""Re-expansion livelock (source note 004) and the vendors' thrashing guards.
+"""Re-expansion livelock (docs/concepts.md#re-expansion-livelock) and the vendors' guards.
 
 One finding kind, ``reexpansion_livelock``, three rules (the first that holds
 names the finding):
 
-- ``cadence`` (note 004): with at least ``livelock_min_intervals`` intervals in
+- ``cadence``: with at least ``livelock_min_intervals`` intervals in
   the conversation's run of compactions, each of the last three shrinks exceeds
   ``livelock_shrink_threshold`` while the new-content-per-turn of those cycles is
   flat (``spread <= livelock_content_stability``); see ``cadence.py``;

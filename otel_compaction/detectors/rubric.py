@@ -1,4 +1,7 @@
-"""Source note 001's rubric: short runs, preserve-schema coverage, lost tasks.
+"""The rubric: short runs, preserve-schema coverage, lost tasks.
+
+Why: docs/concepts.md#short-runs, #the-preserve-schema and
+#a-summary-must-never-blank-the-context.
 
 - ``short_run_compaction``: a compaction with ``turn_index < short_run_turns``
   (default 20) fired below the pressure threshold, flagged once per

@@ -1,4 +1,4 @@
-"""Compaction lineage: which summary was compacted again, and note 004's cycles.
+"""Compaction lineage: which summary was compacted again, and the cycles between them.
 
 ``LineageTracker`` keeps one conversation's compactions (bounded), links each to
 the earlier compaction whose summary it compacted again, and accounts each

@@ -1,4 +1,6 @@
-"""Source note 004's cycle accounting between two compactions of one conversation.
+"""Cycle accounting between two compactions of one conversation.
+
+Why: docs/concepts.md#re-expansion-livelock.
 
 A cycle runs from one compaction to the next. With ``p`` and ``t`` the turn
 indices of the previous and of this compaction (the turn of the first call that

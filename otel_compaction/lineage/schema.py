@@ -1,4 +1,4 @@
-"""Preserve-schema coverage of a summary (source note 001).
+"""Preserve-schema coverage of a summary (docs/concepts.md#the-preserve-schema).
 
 A field counts as present when the summary names it as a heading or a key,
 case-insensitively, with ``_``, ``-`` and spaces interchangeable and an optional

@@ -274,7 +274,7 @@ class LineageTracker:
         return duplicated, carried
 
     def _close_cycle(self, obs: CompactionObservation, turn_index: int) -> Cycle | None:
-        # Note 004's cycle is summarize-to-summarize: a prune (tool outputs cleared,
+        # A cycle is summarize-to-summarize: a prune (tool outputs cleared,
         # Claude Code's micro-compaction) happens inside a cycle and neither ends nor
         # starts one, so frequent prunes never look like an accelerating cadence.
         if obs.mode is CompactionMode.PRUNE:

@@ -3,7 +3,7 @@
 ::
 
     report = analyze_files([Path("session.jsonl")])
-    json.dumps(report.to_json())        # DESIGN.md's machine-readable report
+    json.dumps(report.to_json())        # the machine-readable report
     render_text(report)                 # the readable one
     render_html(report)                 # self-contained, with plotly charts (``report`` extra)
 """

@@ -1,6 +1,6 @@
 """The findings report: what ``analyze`` found, ready to print as text, JSON or HTML.
 
-The JSON form is DESIGN.md's machine-readable report::
+The JSON form is the machine-readable report of docs/analyze.md#the-report::
 
     {"conversations": [{"id", "turns", "compactions", "max_generation"}],
      "findings": [{"kind", "conversation_id", "compaction_id", "turn", "reason", "rule"}],

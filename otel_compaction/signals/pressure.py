@@ -8,7 +8,7 @@ Two numbers, both fractions of the model's context window in [0, 1]:
   one ``j`` outputs before it. ``K`` is ``Settings.attention_window`` (default 8)
   and ``decay`` is ``Settings.attention_decay`` (default 0.8).
 
-Source note 000 names both as the causes of compaction; see ``docs/signals.md``.
+Both are the causes of compaction (docs/concepts.md#boundary-compaction); see ``docs/signals.md``.
 """
 
 from __future__ import annotations

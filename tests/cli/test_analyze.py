@@ -14,7 +14,7 @@ LIVELOCK = str(TESTDATA / "claude_livelock.jsonl")
 
 
 def test_json_report_has_the_design_shape(capsys: pytest.CaptureFixture[str]) -> None:
-    """--format json prints DESIGN.md's report with the livelock finding; exit 0."""
+    """--format json prints the report of docs/analyze.md with the livelock finding; exit 0."""
     assert main(["analyze", LIVELOCK, "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert set(report) == {"conversations", "findings", "skipped"}

@@ -1,7 +1,7 @@
 """End to end: the processor fed recorded conversations, scraped by a real Prometheus.
 
 The healthy conversation must raise no alert at all (not even pending); the
-livelocked one (source note 004's accelerating cadence) must bring
+livelocked one (the livelock incident's accelerating cadence) must bring
 CompactionReexpansionLivelock to `firing` in Prometheus and into the example
 Alertmanager's on-call route; and every dashboard query must return data.
 """

@@ -103,7 +103,7 @@ def test_lineage_is_summary_of_summary_only_in_the_livelock(full_run: CliRun) ->
 def test_phases_are_inferred_in_the_note_000_runs_and_reported_in_the_healthy_one(
     full_run: CliRun,
 ) -> None:
-    """Inference spans of note 000's runs carry inferred phases; the healthy run's reported ones."""
+    """Inference spans of the boundary incident's runs carry inferred phases; healthy's reported."""
     traces = full_run.out / "traces.jsonl"
     expected = {
         _only_conversation(full_run, "note000-turn30/debugger"): {"inferred"},

@@ -1,4 +1,4 @@
-"""Scripted conversations of the source notes, replayed through the real analyzer."""
+"""Scripted conversations of the incidents in docs/concepts.md, replayed through the analyzer."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from otel_compaction.semconv import CompactionMode, CompactionSource
 
 WINDOW = 200_000
 
-# Note 000: hypothesize 0.81 at turn 28, straddling hypothesize/patch at 30,
+# The boundary incident: hypothesize 0.81 at turn 28, straddling hypothesize/patch at 30,
 # patch 0.63 at 31, patch settled at 0.88 by 34. Reports "at turn n" are made
 # before the call of turn n (and before a compaction seen by that call).
 NOTE_000_REPORTS: dict[int, PhaseReport] = {
@@ -43,7 +43,7 @@ def _note_000_tools(turn: int) -> tuple[str, ...]:
 def note_000_run(
     compaction_turn: int, mode: CompactionMode = CompactionMode.LOSSY
 ) -> tuple[ConversationAnalyzer, CompactionAnalysis]:
-    """Note 000's 40-turn debugging run with one compaction seen by ``compaction_turn``."""
+    """The boundary incident's 40-turn run with one compaction seen by ``compaction_turn``."""
     analyzer, analysis = note_000_replay(compaction_turn, mode)
     assert analysis is not None
     return analyzer, analysis
@@ -54,7 +54,7 @@ def note_000_replay(
     mode: CompactionMode = CompactionMode.LOSSY,
     stop_before: int = 41,
 ) -> tuple[ConversationAnalyzer, CompactionAnalysis | None]:
-    """Replay note 000's run up to the moment before the call of turn ``stop_before``.
+    """Replay the boundary incident's run up to the moment before the call of turn ``stop_before``.
 
     The context grows by 4,900 tokens a turn: 71% of the window after turn 29.
     Reports due at ``stop_before`` are made; its compaction and call are not.
@@ -92,7 +92,7 @@ def note_000_replay(
     return analyzer, analysis
 
 
-# Note 004: 11 compactions, about 9 turns apart at first and about 3 at the end.
+# The livelock incident: 11 compactions, about 9 turns apart at first and about 3 at the end.
 NOTE_004_INTERVALS = (9, 9, 9, 9, 7, 5, 3, 3, 3, 3)
 # The same workload after the fix: stable intervals.
 NOTE_004_RESET_INTERVALS = (11, 10, 12, 9)

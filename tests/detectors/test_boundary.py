@@ -1,4 +1,7 @@
-"""Boundary compaction (note 000): lossy compaction while the phase was about to flip."""
+"""Boundary compaction: lossy compaction while the phase was about to flip.
+
+The rule and its incident: docs/concepts.md#boundary-compaction.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from tests.detectors.scenarios import note_000_run
 
 
 def test_note_000_compaction_at_turn_30_is_flagged() -> None:
-    """Note 000's run: the lossy compaction at turn 30, straddling hypothesize/patch, is flagged."""
+    """The boundary incident: the lossy compaction at turn 30, straddling the phases, is flagged."""
     _, analysis = note_000_run(30)
     [finding] = analysis.findings
     assert finding.kind is FindingKind.BOUNDARY_COMPACTION
@@ -35,7 +38,7 @@ def test_note_000_same_compaction_at_turn_34_is_not_flagged() -> None:
 
 
 def test_extractive_compaction_at_the_boundary_is_not_flagged() -> None:
-    """What note 000 recommends at a boundary (extractive) is never flagged by this rule."""
+    """What the boundary rule recommends at a boundary (extractive) is never flagged by it."""
     _, analysis = note_000_run(30, mode=CompactionMode.EXTRACTIVE)
     assert not analysis.flagged(FindingKind.BOUNDARY_COMPACTION)
 
@@ -127,7 +130,7 @@ def test_unknown_pressure_gives_no_finding() -> None:
 
 
 def test_no_pressure_no_veto() -> None:
-    """Below the pressure threshold the veto does not hold (note 000's code), so no finding."""
+    """Below the pressure threshold the veto does not hold (as in should_compact): no finding."""
     ctx = context_of([record(token_fraction=0.5)], phase=STRADDLING, pressure=pressure(0.5, 0.3))
     assert boundary_compaction(ctx) is None
 

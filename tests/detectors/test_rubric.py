@@ -1,4 +1,7 @@
-"""Note 001's rubric: short runs, preserve-schema coverage, lost tasks; and the detector loop."""
+"""The rubric: short runs, preserve-schema coverage, lost tasks; and the detector loop.
+
+Why: docs/concepts.md#short-runs, #the-preserve-schema, #a-summary-must-never-blank-the-context.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``advise()``: an instrumented agent asks about its current conversation and acts on the answer.
 
 The agent is the one of docs/runbooks/CompactionReexpansionLivelock.md ("Act on it in the
-agent"): note 004's summary-of-summary compactions through the real anthropic client, a
+agent"): the livelock incident's summary-of-summary compactions through the real anthropic client, a
 finding callback, and a lineage reset when ``advise()`` says so.
 """
 
@@ -21,11 +21,11 @@ from tests.instrument.conftest import MODEL, attrs
 from tests.instrument.test_agent_notes import CONSTRAINTS, WINDOW_004, CompactingAgent, _step
 
 TURNS = 60
-"""Note 004's 40 turns, and 20 more to show the run after the reset."""
+"""The livelock incident's 40 turns, and 20 more to show the run after the reset."""
 
 
 class AdvisedAgent(CompactingAgent):
-    """Note 004's agent that asks ``advise()`` after every call and resets its lineage when told."""
+    """The livelock incident's agent, asking ``advise()`` after each call, resetting when told."""
 
     def __init__(self, name: str | None = None) -> None:
         super().__init__(reset_lineage=False)

@@ -1,4 +1,5 @@
-"""Scripted 40-turn agents through the real anthropic client reproduce source notes 000 and 004.
+"""Scripted 40-turn agents through the real anthropic client reproduce the boundary and the
+livelock incidents of docs/concepts.md.
 
 No phases are reported and no compaction is recorded explicitly: the phase is
 inferred from the tool calls, each compaction from the rewritten history.
@@ -27,7 +28,7 @@ SUMMARY = (
 
 
 def _debugging_tool(turn: int) -> ToolCall | None:
-    """Note 000's run: reads, then reasoning without tools, then edits, then tests."""
+    """The boundary incident's run: reads, then reasoning without tools, then edits, then tests."""
     if turn <= 18:
         name = "read_file" if turn % 2 else "grep"
         return ToolCall(name, {"path": f"src/module_{turn}.py"})
@@ -39,7 +40,7 @@ def _debugging_tool(turn: int) -> ToolCall | None:
 
 
 class DebuggingModel:
-    """The scripted model of note 000: its n-th answer makes turn n's tool call."""
+    """The scripted model of the boundary incident: its n-th answer makes turn n's tool call."""
 
     def __init__(self) -> None:
         self.turn = 0
@@ -53,7 +54,7 @@ class DebuggingModel:
 
 
 class DebuggingAgent:
-    """Note 000's agent: one lossy summary compaction (two messages kept) at a chosen turn."""
+    """The boundary incident's agent: one lossy summary compaction (two messages kept)."""
 
     def __init__(self, compact_at: int) -> None:
         self.compact_at = compact_at
@@ -183,7 +184,7 @@ WINDOW_004 = 2900
 
 
 class CompactingAgent:
-    """Note 004's agent: compacts at 85% of the window; summaries re-include the previous one."""
+    """The livelock incident's agent: compacts at 85% of the window; summaries carry the last."""
 
     def __init__(self, reset_lineage: bool) -> None:
         self.reset = reset_lineage

@@ -1,4 +1,4 @@
-"""Preserve-schema coverage of summaries (note 001)."""
+"""Preserve-schema coverage of summaries (docs/concepts.md#the-preserve-schema)."""
 
 from __future__ import annotations
 

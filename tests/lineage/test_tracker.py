@@ -235,7 +235,7 @@ def test_summary_tokens_estimated_from_text() -> None:
 
 
 def test_cycle_accounting_between_compactions() -> None:
-    """Interval, new content, net growth and residual follow note 004's definitions."""
+    """Interval, new content, net growth and residual follow the livelock incident's definitions."""
     t = LineageTracker("c", Settings())
     for turn in range(1, 5):
         t.observe_turn(turn, 10_000 * turn, 500)

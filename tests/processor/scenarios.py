@@ -7,9 +7,10 @@ with fixed ids and timestamps so the OTLP/JSON written from it is stable. It
 returns the spans and the findings the in-process engine raised: the oracle
 the processor's verdicts are compared with.
 
-The scenarios follow the source notes: ``boundary_000`` is note 000's 40-turn
+The scenarios follow the incidents of docs/concepts.md: ``boundary_000`` is the boundary
+incident's 40-turn
 debugging run with a lossy compaction at turn 30 while the phase straddles
-hypothesize and patch; ``livelock_004`` is note 004's accelerating cadence under
+hypothesize and patch; ``livelock_004`` is the livelock incident's accelerating cadence under
 flat new content; ``healthy`` compacts four times at a steady cadence and once
 (at turn 34) when the phase has settled.
 """
@@ -100,7 +101,7 @@ def _tools(phase: str) -> tuple[str, ...]:
 
 
 def boundary_000() -> list[Step]:
-    """Note 000: compaction at turn 30 at 71% pressure while the phase straddles."""
+    """The boundary incident: compaction at turn 30 at 71% pressure while the phase straddles."""
     steps: list[Step] = []
     for turn in range(1, 41):
         tokens = 15_000 + turn * 4_400 if turn < 30 else 48_000 + (turn - 30) * 3_000
@@ -122,7 +123,7 @@ def _dist(h: float, p: float, e: float) -> dict[str, float]:
 
 
 def livelock_004() -> list[Step]:
-    """Note 004: summaries of summaries; each cycle buys fewer turns at flat new content."""
+    """The livelock incident: summaries of summaries; each cycle buys fewer turns at flat load."""
     steps: list[Step] = []
     context, turn = 20_000, 0
     intervals = (21, 9, 9, 9, 7, 5, 3, 2, 2)

@@ -100,7 +100,7 @@ def test_golden(case: Case, pipeline_factory: PipelineFactory) -> None:
 
 
 def test_oracles_hold_the_findings_the_notes_describe() -> None:
-    """The inputs are not vacuous: note 000 flags a boundary, note 004 a livelock, healthy none."""
+    """The inputs are not vacuous: the incidents are flagged, the healthy run is not."""
     kinds = {
         name: {(f["kind"], f["rule"]) for f in _load(f"{name}.findings.json")}
         for name in ("boundary_000", "livelock_004", "healthy", "claude_code_thrashing")

@@ -1,4 +1,4 @@
-"""A report of one conversation with one flagged compaction: note 000's run compacting at 30."""
+"""A report of one conversation with one flagged compaction: the boundary incident at turn 30."""
 
 from __future__ import annotations
 

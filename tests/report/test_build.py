@@ -41,7 +41,7 @@ def test_every_test_file_in_one_report() -> None:
 
 
 def test_livelock_transcript_is_flagged_and_its_reset_twin_is_not() -> None:
-    """Note 004's run in Claude Code form is a re-expansion livelock; the reset run is clean."""
+    """The livelock incident in Claude Code form is a re-expansion livelock; the reset is clean."""
     report = analyze_files(
         [TESTDATA / "claude_livelock.jsonl", TESTDATA / "claude_reset.jsonl"], Settings()
     )

@@ -1,6 +1,6 @@
 """Writes the generated test transcripts of this folder (run it to regenerate them).
 
-``claude_livelock.jsonl`` replays source note 004's run as a Claude Code session:
+``claude_livelock.jsonl`` replays the livelock incident's run as a Claude Code session:
 a 200k window, auto-compaction at 85% (170k tokens), 11 compactions whose
 summaries each contain the previous summary, intervals of 9 turns shrinking to
 7, 5, 3 and 2 at the end, and flat new task content (one ~100-token tool result
