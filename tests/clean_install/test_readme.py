@@ -80,3 +80,46 @@ def test_demo_extra_alone_runs_the_readme_demo_and_flags_the_compaction(
     )
     assert analyzed.returncode == 0, analyzed.stderr
     assert "FLAGGED turn 30: boundary_compaction" in analyzed.stdout
+
+
+CITATION = re.compile(r"source notes?\b|\bnotes? 00[014]\b|DESIGN\.md", re.IGNORECASE)
+CONCEPTS_ANCHOR = re.compile(r"concepts\.md#([a-z0-9_-]+)(?![a-z0-9_}-])")  # not an f-string field
+
+
+def _tracked_text_files() -> list[Path]:
+    import subprocess
+
+    names = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    return [ROOT / n for n in names if n.endswith((".py", ".md", ".json", ".yaml", ".yml"))]
+
+
+def test_the_reasons_are_cited_from_the_repository() -> None:
+    """No code, doc or runbook cites notes or a design file that the repository lacks."""
+    this = Path(__file__).resolve()
+    offenders = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in _tracked_text_files()
+        if path.resolve() != this and path.is_file()
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if CITATION.search(line)
+    ]
+    assert not offenders
+
+
+def test_every_cited_concepts_section_exists() -> None:
+    """Every section of docs/concepts.md cited anywhere (by its anchor) is one of its headings."""
+    headings = re.findall(r"^#{1,6} +(.+?) *$", (ROOT / "docs" / "concepts.md").read_text(), re.M)
+    slugs = {
+        "".join(ch for ch in h.lower() if ch.isalnum() or ch in " -_").replace(" ", "-")
+        for h in headings
+    }
+    cited = {
+        anchor
+        for path in _tracked_text_files()
+        if path.is_file()
+        for anchor in CONCEPTS_ANCHOR.findall(path.read_text(encoding="utf-8"))
+    }
+    assert cited
+    assert not sorted(cited - slugs)
