@@ -40,7 +40,7 @@ class Settings(BaseModel):
     boundary_scope: Literal["summarizing", "client_lossy"] = Field(
         "summarizing",
         description="which compactions the boundary rule judges: every summarizing one, "
-        "or only the client's own lossy ones (note 000's scope)",
+        "or only the client's own lossy ones (the original narrow scope)",
     )
 
     # Pressure signals.

@@ -1,6 +1,6 @@
 """Ineffective compaction: a compaction that bought (almost) no turns.
 
-Seen in real sessions rather than in the source notes: agents whose fixed part
+Seen in real sessions rather than in the worked incidents: agents whose fixed part
 (system prompt, tool definitions, the task) already fills the window up to the
 trigger compact after nearly every call, and each compaction buys nothing. The
 size after a compaction is the context of the first call that sees the
@@ -18,7 +18,7 @@ compaction is **ineffective** when
   two turns of the conversation's own growth), or, when ``g`` is unknown,
 - ``reclaimed / before < ineffective_min_reclaimed`` (0.05 by default).
 
-Note 004's run (fires at 85%, each compaction reclaims ~14k tokens, nine turns
+The livelock incident's run (fires at 85%, each compaction reclaims ~14k tokens, nine turns
 of its growth at first) is not ineffective: its trouble is the cadence, which
 the livelock rule judges. Prune compactions (tool outputs cleared, a little at
 a time by design) and failed ones (nothing was replaced) are not judged. The
@@ -45,7 +45,7 @@ LINEAGE_REMEDY = (
     "reset the compaction lineage (re-summarize from raw retained turns, dropping "
     "the prior summary) and pin task constraints outside the compacted region"
 )
-"""Note 004's remedy, for summaries that grow by what they carry over."""
+"""The livelock remedy, for summaries that grow by what they carry over."""
 _LARGE_RECLAIM = 0.25
 """A compaction that reclaimed this share of the context and still bought too few turns
 is outrun by the context's growth, not held back by its own summary."""

@@ -117,14 +117,14 @@ def no_progress(ctx: DetectionContext) -> Finding | None:
 def remedy(ctx: DetectionContext, *, cadence: bool = False) -> str:
     """The remedy that fits the cause the numbers show, most specific first.
 
-    An accelerating cadence under flat new content (``cadence``) is itself note 004's
+    An accelerating cadence under flat new content (``cadence``) is itself the livelock incident's
     diagnosis, re-expansion: its headroom shrinks because what compaction leaves grows,
-    so after step 1 it gets note 004's remedy.
+    so after step 1 it gets the livelock remedy.
 
     1. the earlier compactions of the run were ineffective: why, as the ineffective
        finding says it (the fixed part at the trigger, the growth per turn, the summary);
     2. this summary has a parent, so it carries over the earlier summary's content (the
-       lineage rules): note 004's re-expansion, reset the lineage;
+       lineage rules): the livelock incident's re-expansion, reset the lineage;
     3. the context grew per turn (measured, else the cycle's new content) so much that
        ``thrashing_turns`` turns fill the headroom the trigger leaves: raise the trigger or
        trim tool outputs;

@@ -17,7 +17,7 @@ Why: docs/concepts.md#short-runs, #the-preserve-schema and
   not empty (an unknown region counts as not empty); once settled, a next call
   with an empty context, or a failed summary step after which the context still
   shrank (by ``ineffective_min_reclaimed`` or more) with no summary in its
-  place. A failed summary step that kept the context deferred, as note 001
+  place. A failed summary step that kept the context deferred, as the rubric
   asks: it is counted, not flagged.
 """
 
@@ -31,7 +31,7 @@ from otel_compaction.semconv import CompactionMode, FindingKind
 def short_run_compaction(ctx: DetectionContext) -> Finding | None:
     """Flag the first compaction of a short run that compacted without pressure.
 
-    Note 001's reason, "the summary costs more than the history it replaces", is
+    The rubric's reason, "the summary costs more than the history it replaces", is
     true only of a small history: a run that compacts at turn 2 with its window
     full (a large fixed prompt, a huge first read) had no choice, and that case is
     ``ineffective_compaction``'s or nobody's. So the rule needs the size at the
@@ -100,7 +100,7 @@ def lost_task_after(ctx: DetectionContext) -> Finding | None:
     """Flag a compaction whose next call lost the task: blanked, or a failure that shrank it.
 
     A failed summary step after which the context is as large as before deferred,
-    as it should (note 001): it is counted as failed, not flagged.
+    as it should (rubric): it is counted as failed, not flagged.
     """
     record, s = ctx.record, ctx.settings
     turn, before, after = record.turn_index, record.tokens_before, record.tokens_after

@@ -11,7 +11,7 @@ Lineage follows what was carried over. Rules, first match wins:
    ``Settings.lineage_carry_over`` of that summary's word 5-grams occur in it
    (all of them for a summary of fewer than ``SHORT_SUMMARY_SHINGLES``; an exact
    repeat counts too). None carried: a new lineage, even when the
-   earlier summary sat in the region this compaction replaced (note 004's
+   earlier summary sat in the region this compaction replaced (the livelock incident's
    remedy: re-summarize from raw retained turns, dropping the prior summary);
 4. ``continues_lineage=True``: the previous compaction is the parent;
 5. the summary's text is unknown but the compacted texts are known: a compacted

@@ -36,14 +36,16 @@ _LIVELOCK = "Re-expansion livelock"
 _RUBRIC_SHORT = "Short runs"
 _RUBRIC_SCHEMA = "The preserve-schema"
 _RUBRIC_LOST = "A summary must never blank the context"
+_INEFFECTIVE = "Ineffective compaction"
 
 LEGEND: tuple[LegendEntry, ...] = (
     LegendEntry(FindingKind.BOUNDARY_COMPACTION, "veto",
-                "a lossy compaction under pressure while the phase was about to flip: "
-                "the evidence the next phase needs was summarized away", _BOUNDARY),
+                "a summarizing compaction under pressure while a phase held with confidence "
+                "was giving way: the evidence the next phase needs was summarized away",
+                _BOUNDARY),
     LegendEntry(FindingKind.BOUNDARY_COMPACTION, "ceiling",
                 "the same above the hard ceiling, where compaction had to happen "
-                "but should have kept the recent turns verbatim (extractive)", _BOUNDARY),
+                "but should have kept the evidence (extractive)", _BOUNDARY),
     LegendEntry(FindingKind.REEXPANSION_LIVELOCK, "cadence",
                 "the interval between compactions shrank more than 20% three cycles in a "
                 "row under flat new content: the summaries re-inflate the context", _LIVELOCK),
@@ -51,21 +53,26 @@ LEGEND: tuple[LegendEntry, ...] = (
                 "three compactions in a row, each within three turns of the previous one "
                 "(Claude Code's guard)", _LIVELOCK),
     LegendEntry(FindingKind.REEXPANSION_LIVELOCK, "no_progress",
-                "three compactions in a row that left the context at or above the "
-                "pressure threshold (Codex's guard)", _LIVELOCK),
+                "two ineffective compactions in a row: each left the next call at the "
+                "trigger (Codex's guard)", _LIVELOCK),
     LegendEntry(FindingKind.SHORT_RUN_COMPACTION, "short_run",
-                "the first compaction came before turn 20: the summary costs more than "
-                "the history it replaces", _RUBRIC_SHORT),
+                "the first compaction came before turn 20 with room left in the window: "
+                "the summary costs more than the history it replaces", _RUBRIC_SHORT),
     LegendEntry(FindingKind.SUMMARY_SCHEMA_COVERAGE, "schema",
                 "the summary lacks most of goal, plan, decisions, open errors and next "
                 "action", _RUBRIC_SCHEMA),
     LegendEntry(FindingKind.LOST_TASK, "failed",
-                "the summary step failed and the context was replaced anyway", _RUBRIC_LOST),
+                "the summary step failed and the context still shrank, with no summary "
+                "in its place", _RUBRIC_LOST),
     LegendEntry(FindingKind.LOST_TASK, "empty_context",
                 "the compaction left an empty context", _RUBRIC_LOST),
     LegendEntry(FindingKind.LOST_TASK, "empty_summary",
                 "a summarizing compaction produced an empty summary of a non-empty "
                 "region", _RUBRIC_LOST),
+    LegendEntry(FindingKind.INEFFECTIVE_COMPACTION, "reclaimed",
+                "the compaction bought (almost) no turns: the next call was still at the "
+                "trigger, typically because the prompt and tools fill the window",
+                _INEFFECTIVE),
 )  # fmt: skip
 
 CONCEPTS_PAGE = "docs/concepts.md"

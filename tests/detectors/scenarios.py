@@ -99,7 +99,7 @@ NOTE_004_RESET_INTERVALS = (11, 10, 12, 9)
 
 
 NOTE_004_TRIGGER = 170_000
-"""Note 004's trigger: 85% of a 200k budget."""
+"""The livelock incident's trigger: 85% of a 200k budget."""
 
 
 def note_004_run(
@@ -112,7 +112,7 @@ def note_004_run(
 ) -> tuple[ConversationAnalyzer, list[CompactionAnalysis]]:
     """A run with compactions spaced by ``intervals`` under the given new content per turn.
 
-    As in note 004, every compaction fires at the trigger (85% of 200k) and leaves the
+    As in the livelock incident, every compaction fires at the trigger (85% of 200k) and leaves the
     context just low enough that the turns to the next one refill it: each turn adds its
     new content plus an 800-token re-expansion residual. ``content_per_turn`` is one value
     for every turn or one per cycle (the first cycle, before the first compaction, uses the

@@ -83,7 +83,7 @@ def test_an_imported_auto_compaction_gets_the_fixed_threshold_remedy() -> None:
 def test_the_narrow_scope_judges_client_lossy_compactions_only(
     source: CompactionSource, mode: CompactionMode, judged: bool
 ) -> None:
-    """boundary_scope=client_lossy restores note 000's scope: the client's own lossy ones."""
+    """boundary_scope=client_lossy restores the original scope: the client's own lossy ones."""
     narrow = Settings(boundary_scope="client_lossy")
     rec = record(source=source, mode=mode, token_fraction=0.8, trigger=None)
     found = boundary_compaction(context_of([rec], narrow, phase=STRADDLING))

@@ -1,4 +1,4 @@
-"""Re-expansion livelock (note 004) and the vendors' thrashing and no-progress guards."""
+"""Re-expansion livelock (the livelock incident) and the vendors' thrashing and no-progress."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ def _rule(intervals: list[int], **kw: object) -> str | None:
 
 
 def test_note_004_accelerating_run_is_flagged_where_the_rule_first_holds() -> None:
-    """Note 004's run (~9 then ~3 turns apart, flat load) is flagged where its code first raises."""
+    """The livelock incident's run (~9 then ~3 turns apart, flat load) is flagged where its
+    reference code first raises."""
     analyzer, analyses = note_004_run(NOTE_004_INTERVALS)
     assert len(analyses) == 11
     flagged = [a for a in analyses if a.flagged(FindingKind.REEXPANSION_LIVELOCK)]
@@ -170,8 +171,8 @@ def test_non_shrinking_intervals_never_livelock(steps: list[int], loads: list[fl
 
 
 def test_no_progress_compares_with_the_observed_trigger() -> None:
-    """Note 004's shape (fires at 0.85, leaves 0.78 but reclaims little) is judged by share:
-    reclaiming 5% is no progress; leaving 0.30 of the window is progress."""
+    """The livelock incident's shape (fires at 0.85, leaves 0.78 but reclaims little) is
+    judged by share: reclaiming 5% is no progress; leaving 0.30 of the window is progress."""
     little = _sized(run_of([10, 11], tokens_after=[156_000] * 3), before=164_000)
     assert no_progress(context_of(little)) is not None
     plenty = _sized(run_of([10, 11], tokens_after=[60_000] * 3), before=164_000)

@@ -128,7 +128,7 @@ NOTE_000_REPORTS = {
 
 
 class IncidentAgent(DebuggingAgent):
-    """Note 000's incident: at the compaction, turns 3 to 18 (where the tool outputs that tie
+    """The boundary incident: at the compaction, turns 3 to 18 (where the tool outputs that tie
     the assertion to the fixture are) are summarized away, turns 19 on kept verbatim."""
 
     def __init__(self, compact_at: int, *, report: bool) -> None:
@@ -160,7 +160,8 @@ def test_note_000_incident_shape_flagged_at_30_not_at_34(
 ) -> None:
     """Turns 3 to 18 dropped, 19 on kept verbatim: lossy, whatever the kept tail; flagged at
     the hypothesize -> patch boundary (turn 30), not once patch has settled (turn 34), with
-    the phases reported as in note 000 and with the phases inferred from the tool calls."""
+    the phases reported as in the boundary incident and with the phases inferred from the
+    tool calls."""
     IncidentAgent(compact_at, report=report).run()
     (compaction,) = _compactions(cap)
     assert compaction[sc.TURN_INDEX] == compact_at

@@ -136,7 +136,7 @@ def test_a_fresh_summary_that_replaced_the_first_starts_a_new_lineage(
 def test_a_long_verbatim_tail_does_not_make_a_lossy_rewrite_extractive(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
-    """Note 000's incident shape: the early turns (their tool outputs) summarized away, the
+    """The boundary incident shape: the early turns (their tool outputs) summarized away, the
     last nine turns kept verbatim: the evidence was lost, so it is lossy, whatever the tail."""
     agent = Agent(_client())
     for turn in range(12):

@@ -58,7 +58,7 @@ def test_summary_of_summary_chain_counts_generations() -> None:
 
 
 def test_a_fresh_summary_starts_a_new_lineage_though_it_replaced_the_old_one() -> None:
-    """Note 004's remedy: the previous summary sat in the region this compaction replaced,
+    """The livelock remedy: the previous summary sat in the region this compaction replaced,
     but the new summary was written from raw turns and carries none of it: generation 0."""
     t = LineageTracker("c", Settings())
     t.observe_compaction(obs(summary_text=prose(1), compacted_texts=(prose(50),)))

@@ -98,7 +98,7 @@ def test_emission_rows_by_name_alias_or_uniform() -> None:
 
 
 def test_note_000_reported_hypothesize_does_not_veto() -> None:
-    """Turn 28 of note 000: hypothesize at 0.81 has transition likelihood under 0.35."""
+    """Turn 28 of the boundary incident: hypothesize at 0.81, transition likelihood under tau."""
     estimate = PhaseTracker(Settings()).report(PhaseReport("hypothesize", confidence=0.81))
     assert estimate.distribution == pytest.approx((0.19 / 3, 0.81, 0.19 / 3, 0.19 / 3))
     assert estimate.transition_likelihood == pytest.approx(0.3025, abs=1e-4)
@@ -106,8 +106,8 @@ def test_note_000_reported_hypothesize_does_not_veto() -> None:
 
 
 def test_note_000_straddling_distribution_vetoes() -> None:
-    """Turn 30 of note 000: hypothesize held at 0.81 (turn 28), then straddling hypothesize
-    0.48 / patch 0.44: the likelihood against the held phase is 0.5764, over tau."""
+    """Turn 30 of the boundary incident: hypothesize held at 0.81 (turn 28), then straddling
+    hypothesize 0.48 / patch 0.44: the likelihood against the held phase is 0.5764, over tau."""
     tracker = PhaseTracker(Settings())
     tracker.report(PhaseReport("hypothesize", confidence=0.81))
     tracker.observe_categories(())
@@ -175,7 +175,7 @@ def test_scripted_run_confidence_dips_at_boundaries() -> None:
 def test_first_edit_straddles_then_patch_settles() -> None:
     """The first edit after hypothesize straddles it and patch; two more edits settle patch.
     Hypothesize reached 0.895 in its four turns, under the 0.9 an inferred phase needs to be
-    held, so the straddle is no veto here (a reported 0.81 would be: note 000's case)."""
+    held, so the straddle is no veto here (a reported 0.81 would be: the incident's case)."""
     _, estimates, _ = _run_script()
     first_edit = estimates[11]
     d = dict(zip(PHASES, first_edit.distribution, strict=True))
