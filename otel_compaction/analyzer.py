@@ -259,11 +259,16 @@ class ConversationAnalyzer:
         """Record a compaction, run the detectors, and return the analysis."""
         with self._lock:
             analysis = self._compaction(obs)
+        if analysis.settled is not None:
+            self._notify(analysis.settled.findings)
         self._notify(analysis.findings)
         return analysis
 
     def _compaction(self, obs: CompactionObservation) -> CompactionAnalysis:
         self.last_seen = self._clock()
+        previous = None
+        if self._unsettled is not None:  # no call came between: it is judged as it is
+            previous = self._settle(self._unsettled, None)
         history = self._lineage.records
         pressure = self._pressure_tracker.last
         window = pressure.window if pressure else None
@@ -294,7 +299,7 @@ class ConversationAnalyzer:
         self._compacted_pending = True
         if obs.mode is CompactionMode.PRUNE:
             self._pressure_tracker.clear()  # the pruned tool outputs no longer weigh
-        return CompactionAnalysis(record, pressure, phase, findings)
+        return CompactionAnalysis(record, pressure, phase, findings, previous)
 
     def finish(self) -> CompactionAnalysis | None:
         """Judge a compaction no call followed (the end of a transcript), its size after

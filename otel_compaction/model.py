@@ -286,6 +286,9 @@ class CompactionAnalysis:
     pressure: Pressure | None
     phase: PhaseEstimate | None
     findings: tuple[Finding, ...] = field(default=())
+    settled: CompactionAnalysis | None = None
+    """The previous compaction, judged now with its size after unknown: no call came
+    between the two (its settlement, as ``TurnAnalysis.settled``)."""
 
     def flagged(self, kind: FindingKind) -> bool:
         """Whether a finding of ``kind`` was raised on this compaction."""

@@ -288,3 +288,16 @@ def test_threads_share_the_registry_safely() -> None:
     assert errors == []
     assert reg.get("shared").turn_index == 8 * per_thread
     assert all(len(reg.get(f"t{n}").compactions) == 5 for n in range(8))
+
+
+def test_a_compaction_no_call_followed_is_judged_when_the_next_one_comes() -> None:
+    """Two compactions with no call between (Claude Code's events): the first is judged,
+    its size after unknown, when the second arrives, and comes back with it."""
+    an = ConversationAnalyzer("c", Settings())
+    for _ in range(3):
+        an.observe_turn(turn(100_000))
+    first = an.observe_compaction(compaction(tokens_before=100_000))
+    second = an.observe_compaction(compaction(tokens_before=100_000))
+    assert not first.record.settled
+    assert second.settled is not None
+    assert second.settled.record.compaction_id == first.record.compaction_id

@@ -107,6 +107,8 @@ def emit_compaction(
 ) -> None:
     """Emit (or finish, when ``span`` is the open block's) the ``compaction`` span."""
     record = analysis.record
+    if analysis.settled is not None:
+        emit_settled(runtime, analysis.settled)
     attributes = compaction_attributes(analysis)
     if runtime.settings.capture_content:
         attributes.update(summary_content(summary, runtime.settings.content_max_chars))

@@ -245,6 +245,8 @@ class Pipeline:
         quiet = self.metrics is None
         for result in applied:
             settled = result.turn.settled if result.turn is not None else None
+            if result.compaction is not None and result.compaction.settled is not None:
+                settled = result.compaction.settled
             if quiet and result.compaction is None and settled is None:
                 continue  # a turn: nothing to record without metrics
             try:

@@ -79,6 +79,8 @@ class ReportBuilder:
                 self.settle(step.turn.settled)
             self.add_turn(step.turn)
         if step.compaction is not None:
+            if step.compaction.settled is not None:
+                self.settle(step.compaction.settled)
             self.add_compaction(step.compaction)
 
     def settle(self, settled: CompactionAnalysis) -> None:

@@ -78,7 +78,7 @@ class SpanWriter:
             self._turn(event, step.turn)
         elif isinstance(event, CompactionEvent) and step.compaction is not None:
             state = self._state(event.conversation_id)
-            self._flush(state)
+            self._flush(state, step.compaction.settled)
             if step.compaction.record.settled:
                 self._compaction(event, step.compaction)
             else:  # written with the first call after it, which settles it
