@@ -1,0 +1,155 @@
+"""The ground-truth benchmark of detection: generated runs with known truth, scored.
+
+    benchmarks/run detection-truth                      # full run, rewrites docs/detection.md
+    benchmarks/run detection-truth --runs 4 --no-doc    # a quick look; JSON to the temp dir
+    benchmarks/run detection-truth --classes fixed_prefix,whole_history --runs 20 --no-doc
+    benchmarks/run detection-truth --from-json benchmarks/results/detection_truth.json
+
+Every class of ``truth_classes`` runs ``--runs`` times (run ``i`` of class ``c`` has the
+seed ``"<seed>:<c>:<i>"``) in worker processes with ``PYTHONHASHSEED`` set to the first
+``--hash-seeds`` value; every ``--determinism-every``-th run is run again in two fresh
+processes, one per hash seed, and the canonical spans of the three are compared. The
+calibration set's files are analysed with ``otel-compaction analyze --format json``.
+Results: ``benchmarks/results/detection_truth.json`` and the generated part of
+``docs/detection.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from truth_classes import CLASSES  # noqa: E402
+from truth_report import aggregate, calibration, render, update_doc  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results" / "detection_truth.json"
+DOC = ROOT / "docs" / "detection.md"
+CALIBRATION = (
+    next(
+        (p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()),
+        ROOT.parent / "shared",
+    )
+    / "data"
+    / "real-sessions"
+)
+"""The calibration set beside the checkout (``../shared/data/real-sessions``), if any."""
+
+
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--runs", type=int, default=150, help="runs per class")
+    parser.add_argument("--seed", type=int, default=1, help="base seed")
+    parser.add_argument("--classes", default="", help="comma-separated classes (default all)")
+    parser.add_argument("--hash-seeds", default="0,1", help="PYTHONHASHSEED of the two sides")
+    parser.add_argument("--determinism-every", type=int, default=4)
+    parser.add_argument("--jobs", type=int, default=2, help="worker processes for the scoring")
+    parser.add_argument("--calibration", type=Path, default=CALIBRATION)
+    parser.add_argument("--no-doc", action="store_true", help="JSON to the temp dir, no doc")
+    parser.add_argument("--from-json", type=Path, help="render a results file, run nothing")
+    parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def _worker(plan_file: Path) -> None:
+    """Run the plan's runs in this process; one JSON result per line on stdout."""
+    from truth_harness import run_one
+
+    plan = json.loads(plan_file.read_text())
+    for name, index, seed in plan:
+        try:
+            result = run_one(name, index, seed)
+        except Exception as exc:  # noqa: BLE001 - a broken run is reported, the rest go on
+            result = {"class": name, "seed": f"{seed}:{name}:{index}", "crash": repr(exc)}
+        result["pid"] = os.getpid()
+        print(json.dumps(result), flush=True)
+
+
+def _spawn(plan: list[list[Any]], hash_seed: str) -> subprocess.Popen[str]:
+    handle = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)  # noqa: SIM115
+    with handle:
+        json.dump(plan, handle)
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+    command = [sys.executable, str(Path(__file__).resolve()), "--worker", handle.name]
+    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+
+
+def _collect(processes: list[subprocess.Popen[str]], label: str) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    for process in processes:
+        assert process.stdout is not None
+        for line in process.stdout:
+            results.append(json.loads(line))
+            if len(results) % 50 == 0:
+                print(f"  {label}: {len(results)} runs", file=sys.stderr, flush=True)
+        process.wait()
+    return results
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Every planned run, the determinism reruns, the calibration set: the results."""
+    names = [n for n in args.classes.split(",") if n] or list(CLASSES)
+    plan = [[n, i, args.seed] for n in names for i in range(args.runs)]
+    sample = [p for p in plan if p[1] % args.determinism_every == 0]
+    first, second = args.hash_seeds.split(",")
+    started = time.monotonic()
+    jobs = [plan[j :: args.jobs] for j in range(args.jobs)]
+    workers = [_spawn(chunk, first) for chunk in jobs if chunk]
+    twins = [_spawn(sample, first), _spawn(sample, second)]
+    main = _collect(workers, f"scoring (PYTHONHASHSEED={first})")
+    left = _collect(twins[:1], f"determinism (PYTHONHASHSEED={first})")
+    right = _collect(twins[1:], f"determinism (PYTHONHASHSEED={second})")
+    return {
+        "command": " ".join(["benchmarks/run detection-truth", *sys.argv[1:]]),
+        "seed": args.seed,
+        "runs_per_class": args.runs,
+        "hash_seeds": [first, second],
+        "determinism_every": args.determinism_every,
+        "seconds": round(time.monotonic() - started, 1),
+        "runs": sorted(main, key=lambda r: (names.index(r["class"]), r["seed"])),
+        "determinism": {"left": _digests(left), "right": _digests(right)},
+        "calibration": calibration(args.calibration),
+    }
+
+
+def _digests(results: list[dict[str, Any]]) -> dict[str, str]:
+    return {r["seed"]: r.get("digest", r.get("crash", "")) for r in results}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: run (or re-render) and write the JSON and the doc."""
+    args = _arguments(argv)
+    if args.worker is not None:
+        _worker(args.worker)
+        return 0
+    if args.from_json is not None:
+        results = json.loads(args.from_json.read_text())
+    else:
+        results = run(args)
+        out = Path(tempfile.gettempdir()) / RESULTS.name if args.no_doc else RESULTS
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=1) + "\n")
+        print(f"results: {out}", file=sys.stderr)
+    summary = aggregate(results)
+    markdown = render(summary, results)
+    if args.no_doc:
+        print(markdown)
+    else:
+        update_doc(DOC, markdown)
+        print(f"updated {DOC}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""One run of a class, scored: the piece the benchmark and the CI test share.
+
+``run_one("tail_rewrite", 7, seed=1)`` generates the class's seventh run of base seed
+1 (the seed string ``"1:tail_rewrite:7"``, hashed by ``random.Random`` with SHA-512,
+the same in every process), drives it through the real SDK clients and the
+instrumentation, derives the detectors' truths and scores every outcome.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from truth_classes import CLASSES
+from truth_rules import expect
+from truth_run import Run, execute
+from truth_score import ambiguous_calls, score_run
+
+
+def finalize(run: Run) -> None:
+    """The phase truth of every compaction and each detector's truth, once the run is over."""
+    for agent in run.agents:
+        truths = [t for t in run.truths if t.agent == agent.name]
+        for truth in truths:
+            if truth.turn <= len(agent.plan.steps):
+                truth.boundary = agent.plan.boundary(truth.turn)
+        content = {c.turn: c.content_tokens for c in run.calls if c.agent == agent.name}
+        expect(truths, content)
+
+
+def run_one(name: str, index: int, seed: int) -> dict[str, Any]:
+    """Generate, run and score run ``index`` of class ``name``; a JSON-ready result."""
+    truth_class = CLASSES[name]
+    seed_text = f"{seed}:{name}:{index}"
+    run, observed, digest = execute(truth_class.build, seed_text, truth_class.wires)
+    finalize(run)
+    agents = [c.agent for c in run.calls]
+    ambiguous = ambiguous_calls([r.body for r in run.api.requests], agents)
+    score = score_run(run.truths, observed, agents, ambiguous)
+    return {
+        "class": name,
+        "seed": seed_text,
+        "params": run.params,
+        "calls": len(run.calls),
+        "digest": digest,
+        "errors": list(observed.errors),
+        "tallies": {k: [t.tp, t.fp, t.fn] for k, t in score.tallies.items()},
+        "misses": [m.to_json() for m in score.misses],
+        "truths": [_truth_json(t) for t in run.truths],
+    }
+
+
+def _truth_json(t: Any) -> dict[str, Any]:
+    return {
+        "agent": t.agent,
+        "turn": t.turn,
+        "mode": t.mode,
+        "kind": t.kind,
+        "generation": t.generation,
+        "before": t.before_tokens,
+        "after": t.after_tokens,
+        "trigger": t.trigger_tokens,
+        "boundary": t.boundary,
+        "expected": {k: v for k, v in t.expected.items() if v is not None},
+    }

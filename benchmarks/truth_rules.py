@@ -1,0 +1,134 @@
+"""Each detector's truth on each generated compaction, from what the scenario intended.
+
+The rules are the project's (note 000, note 004, note 001 and the vendors' guards, with
+issues 13 and 18's corrections), applied to the quantities the generator knows exactly:
+the agent's own call numbers, the sizes the server counted, the phase plan, the summary
+it wrote. A value is ``None`` (no truth, scored as don't-care) where the generated
+quantity sits within a margin of a threshold, so that two honest token estimates could
+disagree. Every definition is one function; docs/detection.md states them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import pairwise
+
+from truth_model import CompactionTruth
+from truth_text import FULL_COVERAGE_STYLES
+
+BOUNDARY = "boundary_compaction"
+LIVELOCK = "reexpansion_livelock"
+INEFFECTIVE = "ineffective_compaction"
+SHORT_RUN = "short_run_compaction"
+SCHEMA = "summary_schema_coverage"
+LOST_TASK = "lost_task"
+KINDS = (BOUNDARY, LIVELOCK, INEFFECTIVE, SHORT_RUN, SCHEMA, LOST_TASK)
+
+PRESSURE = 0.65
+"""Note 000's pressure threshold (share of the window)."""
+SHORT_RUN_TURNS = 20
+MARGIN = 0.03
+"""Share of the window within which a size is too close to a threshold to be a truth."""
+SHRINK = 0.20
+FLAT = 0.15
+FLAT_MARGIN = 0.03
+THRASHING_TURNS = 3
+THRASHING_COUNT = 3
+CADENCE_INTERVALS = 4
+NO_PROGRESS_RUN = 2
+"""Ineffective compactions in a row that make a no-progress livelock (issue 18, item 1)."""
+
+
+def expect(truths: Sequence[CompactionTruth], content: dict[int, int]) -> None:
+    """Fill ``expected`` of one agent's compactions (in order); ``content`` by call number."""
+    summaries: list[CompactionTruth] = []
+    for truth in truths:
+        truth.expected[INEFFECTIVE] = ineffective(truth)
+        truth.expected[BOUNDARY] = boundary(truth)
+        truth.expected[SCHEMA] = schema_gap(truth)
+        truth.expected[LOST_TASK] = truth.failed
+        if truth.mode == "prune":
+            truth.expected[SHORT_RUN] = False
+            truth.expected[LIVELOCK] = False
+            continue
+        truth.expected[SHORT_RUN] = short_run(truth, first=not summaries)
+        summaries.append(truth)
+        truth.expected[LIVELOCK] = livelock(summaries, content)
+
+
+def ineffective(t: CompactionTruth) -> bool | None:
+    """The first call that sees the compacted context is still at or above the trigger."""
+    if t.after_tokens is None or t.failed:
+        return None
+    margin = MARGIN * t.window
+    if t.after_tokens >= t.trigger_tokens + margin:
+        return True
+    if t.after_tokens < t.trigger_tokens - margin:
+        return False
+    return None
+
+
+def boundary(t: CompactionTruth) -> bool | None:
+    """A summarizing compaction (lossy or server) at pressure, straddling after a held phase."""
+    if t.mode not in ("lossy", "server") or t.failed:
+        return False
+    fraction = t.before_tokens / t.window
+    if fraction < PRESSURE - MARGIN:
+        return False
+    if fraction < PRESSURE + MARGIN:
+        return None
+    return t.boundary
+
+
+def schema_gap(t: CompactionTruth) -> bool:
+    """The summary's text is visible and covers too little of the preserve schema."""
+    return t.style is not None and not t.failed and t.style not in FULL_COVERAGE_STYLES
+
+
+def short_run(t: CompactionTruth, first: bool) -> bool | None:
+    """The first summarizing compaction, before turn 20, while the context was still small.
+
+    Issue 13 (item 5): a short run that compacts at pressure (a large history, e.g. a
+    subagent whose first request is 170k tokens) is not the note's mistake; "small" is
+    below the pressure threshold.
+    """
+    if not first or t.turn >= SHORT_RUN_TURNS:
+        return False
+    fraction = t.before_tokens / t.window
+    if abs(fraction - PRESSURE) < MARGIN:
+        return None
+    return fraction < PRESSURE
+
+
+def livelock(summaries: Sequence[CompactionTruth], content: dict[int, int]) -> bool | None:
+    """Any of note 004's cadence, Claude Code's thrashing, or two ineffective in a row."""
+    turns = [t.turn for t in summaries]
+    intervals = [b - a for a, b in pairwise(turns)]
+    thrashing = len(intervals) >= THRASHING_COUNT and all(
+        i <= THRASHING_TURNS for i in intervals[-THRASHING_COUNT:]
+    )
+    run = summaries[-NO_PROGRESS_RUN:]
+    no_progress = len(run) == NO_PROGRESS_RUN and all(t.expected[INEFFECTIVE] for t in run)
+    cadence = _cadence(turns, intervals, content)
+    if thrashing or no_progress or cadence:
+        return True
+    return None if cadence is None else False
+
+
+def _cadence(turns: list[int], intervals: list[int], content: dict[int, int]) -> bool | None:
+    """Note 004: the last four intervals shrink by more than 20% each under flat content."""
+    if len(intervals) < CADENCE_INTERVALS:
+        return False
+    recent = intervals[-CADENCE_INTERVALS:]
+    if not all(a > 0 and (a - b) / a > SHRINK for a, b in pairwise(recent)):
+        return False
+    starts = turns[-CADENCE_INTERVALS - 1 : -1]
+    per_turn = []
+    for start, length in zip(starts, recent, strict=True):
+        cycle = [content.get(call, 0) for call in range(start, start + length)]
+        per_turn.append(sum(cycle) / length)
+    mean = sum(per_turn) / len(per_turn)
+    spread = (max(per_turn) - min(per_turn)) / mean if mean > 0 else 0.0
+    if abs(spread - FLAT) < FLAT_MARGIN:
+        return None
+    return spread <= FLAT
