@@ -58,6 +58,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--calibration", type=Path, default=CALIBRATION)
     parser.add_argument("--no-doc", action="store_true", help="JSON to the temp dir, no doc")
     parser.add_argument("--from-json", type=Path, help="render a results file, run nothing")
+    parser.add_argument("--show", help="CLASS:INDEX: run one, print its truth and what was seen")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
@@ -132,6 +133,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments(argv)
     if args.worker is not None:
         _worker(args.worker)
+        return 0
+    if args.show:
+        from truth_harness import run_one
+
+        name, index = args.show.rsplit(":", 1)
+        for key, value in run_one(name, int(index), args.seed).items():
+            rows = value if isinstance(value, list) and key != "errors" else [value]
+            print(f"{key}:", *(json.dumps(v) for v in rows), sep="\n  " if len(rows) > 1 else " ")
         return 0
     if args.from_json is not None:
         results = json.loads(args.from_json.read_text())

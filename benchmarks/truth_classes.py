@@ -49,7 +49,7 @@ def truth_class(
     return register
 
 
-def _sized(run: Run, keep: int, low: int = 6, high: int = 10) -> tuple[int, int]:
+def _sized(run: Run, keep: int, low: int = 5, high: int = 8) -> tuple[int, int]:
     """Tool output sizes for cycles of about ``keep + low`` to ``keep + high`` turns."""
     budget = run.trigger_tokens - 900
     per_turn = budget // (keep + run.rng.randint(low, high))
@@ -58,13 +58,13 @@ def _sized(run: Run, keep: int, low: int = 6, high: int = 10) -> tuple[int, int]
 
 
 def _keep(run: Run, most: int) -> int:
-    """A kept tail of 0 to ``most`` turns; at most 6 on the Responses API.
+    """A kept tail of 0 to ``most`` turns; at most 6 on the openai wires.
 
-    The openai SDK spends about 3 ms per input item turning a Responses request into
-    JSON (``_transform_recursive``), so a Responses run with 20 kept turns costs ten
-    times an Anthropic one; long tails are generated on the other wires.
+    The openai SDK spends 1-3 ms per history item turning a request into JSON
+    (``openai._utils._transform``), so an openai run with 20 kept turns costs ten times
+    an Anthropic one; tails of 7 to 20 turns are generated on the Anthropic wires.
     """
-    return run.rng.randint(0, min(most, 6) if run.wire.name == "responses" else most)
+    return run.rng.randint(0, most if run.wire.name == "anthropic" else min(most, 6))
 
 
 @truth_class(
@@ -207,14 +207,15 @@ def fixed_prefix(run: Run) -> None:
 
 def _interleaved(run: Run, ids: bool) -> None:
     system = run.agent_defaults()["system"] if run.rng.random() < 0.5 else None
-    agents = []
+    agents, keep = [], {}
     for name in ("a", "b", "c")[: run.rng.randint(2, 3)]:
-        options = {"system": system} if system else {}
+        options: dict[str, object] = {"system": system} if system else {}
+        keep[name] = _keep(run, 6)
+        options["output_tokens"] = _sized(run, keep[name])
         cid = f"conversation-{name}" if ids else None
         agents.append(run.agent(name, conversation_id=cid, **options))
     todo = {a.name: run.rng.randint(1, 2) for a in agents}
     whole = {a.name: run.rng.random() < 0.3 for a in agents}
-    keep = {a.name: _keep(run, 6) for a in agents}
     tail = dict.fromkeys(todo, 3)
     while any(tail.values()):
         agent = run.rng.choice([a for a in agents if tail[a.name]])
@@ -315,13 +316,14 @@ def short_run(run: Run) -> None:
 
 @truth_class(
     "extractive_rewrite",
-    "task + a summary that carries the previous one and quotes every replaced tool "
-    "output verbatim + the last k turns: what was removed survives (extractive)",
+    "every 6-10 turns, task + a summary that carries the previous one and quotes every "
+    "replaced tool output verbatim + the last k turns: what was removed survives (extractive)",
 )
 def extractive_rewrite(run: Run) -> None:
     keep = _keep(run, 10)
-    agent = run.agent(output_tokens=(40, 80))
-    for _ in range(run.rng.randint(1, 3)):
-        agent.until_pressure()
+    agent = run.agent(output_tokens=(60, 100))
+    agent.steps(keep)
+    for _ in range(run.rng.randint(2, 3)):
+        agent.steps(run.rng.randint(6, 10), stop_at_pressure=True)
         agent.rewrite(keep=keep, carry=True, quote=True)
     agent.steps(3)

@@ -8,6 +8,7 @@ instrumentation, derives the detectors' truths and scores every outcome.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from truth_classes import CLASSES
@@ -31,6 +32,7 @@ def run_one(name: str, index: int, seed: int) -> dict[str, Any]:
     """Generate, run and score run ``index`` of class ``name``; a JSON-ready result."""
     truth_class = CLASSES[name]
     seed_text = f"{seed}:{name}:{index}"
+    started = time.process_time()
     run, observed, digest = execute(truth_class.build, seed_text, truth_class.wires)
     finalize(run)
     agents = [c.agent for c in run.calls]
@@ -41,11 +43,24 @@ def run_one(name: str, index: int, seed: int) -> dict[str, Any]:
         "seed": seed_text,
         "params": run.params,
         "calls": len(run.calls),
+        "cpu_seconds": round(time.process_time() - started, 3),
         "digest": digest,
         "errors": list(observed.errors),
         "tallies": {k: [t.tp, t.fp, t.fn] for k, t in score.tallies.items()},
         "misses": [m.to_json() for m in score.misses],
         "truths": [_truth_json(t) for t in run.truths],
+        "observed": [
+            {
+                "agent": c.agent,
+                "turn": c.turn,
+                "mode": c.mode,
+                "generation": c.generation,
+                "after": c.tokens_after,
+                "findings": sorted(c.findings),
+            }
+            for c in observed.compactions
+        ],
+        "conversations": len(set(observed.conversations)),
     }
 
 
