@@ -53,21 +53,21 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1, help="base seed")
     parser.add_argument("--classes", default="", help="comma-separated classes (default all)")
     parser.add_argument("--hash-seeds", default="0,1", help="PYTHONHASHSEED of the two sides")
-    parser.add_argument("--determinism-every", type=int, default=4)
+    parser.add_argument("--determinism-every", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=2, help="worker processes for the scoring")
     parser.add_argument("--calibration", type=Path, default=CALIBRATION)
     parser.add_argument("--no-doc", action="store_true", help="JSON to the temp dir, no doc")
     parser.add_argument("--from-json", type=Path, help="render a results file, run nothing")
     parser.add_argument("--show", help="CLASS:INDEX: run one, print its truth and what was seen")
-    parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
-def _worker(plan_file: Path) -> None:
-    """Run the plan's runs in this process; one JSON result per line on stdout."""
+def _worker() -> None:
+    """Run the plan read from stdin in this process; one JSON result per line on stdout."""
     from truth_harness import run_one
 
-    plan = json.loads(plan_file.read_text())
+    plan = json.loads(sys.stdin.read())
     for name, index, seed in plan:
         try:
             result = run_one(name, index, seed)
@@ -78,22 +78,27 @@ def _worker(plan_file: Path) -> None:
 
 
 def _spawn(plan: list[list[Any]], hash_seed: str) -> subprocess.Popen[str]:
-    handle = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)  # noqa: SIM115
-    with handle:
-        json.dump(plan, handle)
+    """A worker process with ``PYTHONHASHSEED=hash_seed`` running ``plan``."""
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker", handle.name]
-    return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+    command = [sys.executable, str(Path(__file__).resolve()), "--worker"]
+    process = subprocess.Popen(
+        command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdin is not None
+    with process.stdin:
+        process.stdin.write(json.dumps(plan))
+    return process
 
 
 def _collect(processes: list[subprocess.Popen[str]], label: str) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     for process in processes:
         assert process.stdout is not None
-        for line in process.stdout:
-            results.append(json.loads(line))
-            if len(results) % 50 == 0:
-                print(f"  {label}: {len(results)} runs", file=sys.stderr, flush=True)
+        with process.stdout:
+            for line in process.stdout:
+                results.append(json.loads(line))
+                if len(results) % 50 == 0:
+                    print(f"  {label}: {len(results)} runs", file=sys.stderr, flush=True)
         process.wait()
     return results
 
@@ -131,8 +136,8 @@ def _digests(results: list[dict[str, Any]]) -> dict[str, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: run (or re-render) and write the JSON and the doc."""
     args = _arguments(argv)
-    if args.worker is not None:
-        _worker(args.worker)
+    if args.worker:
+        _worker()
         return 0
     if args.show:
         from truth_harness import run_one

@@ -44,8 +44,8 @@ class Turn:
 
     @property
     def quoted(self) -> str:
-        """The output as an extractive summary quotes it."""
-        return f"{self.fact.split(':', 1)[0]} output:\n{self.output}"
+        """The output as an extractive summary quotes it (it opens with its fact)."""
+        return self.output
 
 
 class Agent:

@@ -9,12 +9,14 @@ instrumentation, derives the detectors' truths and scores every outcome.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from truth_classes import CLASSES
+from truth_model import Observed
 from truth_rules import expect
 from truth_run import Run, execute
-from truth_score import ambiguous_calls, score_run
+from truth_score import RunScore, ambiguous_calls, score_run
 
 
 def finalize(run: Run) -> None:
@@ -28,8 +30,20 @@ def finalize(run: Run) -> None:
         expect(truths, content)
 
 
-def run_one(name: str, index: int, seed: int) -> dict[str, Any]:
-    """Generate, run and score run ``index`` of class ``name``; a JSON-ready result."""
+@dataclass(frozen=True, slots=True)
+class Played:
+    """One run, played and scored: the run (agents, requests, truth), the spans' story."""
+
+    seed: str
+    run: Run
+    observed: Observed
+    digest: str
+    score: RunScore
+    cpu_seconds: float
+
+
+def play(name: str, index: int, seed: int) -> Played:
+    """Generate, run and score run ``index`` of class ``name`` with base seed ``seed``."""
     truth_class = CLASSES[name]
     seed_text = f"{seed}:{name}:{index}"
     started = time.process_time()
@@ -38,13 +52,20 @@ def run_one(name: str, index: int, seed: int) -> dict[str, Any]:
     agents = [c.agent for c in run.calls]
     ambiguous = ambiguous_calls([r.body for r in run.api.requests], agents)
     score = score_run(run.truths, observed, agents, ambiguous)
+    return Played(seed_text, run, observed, digest, score, time.process_time() - started)
+
+
+def run_one(name: str, index: int, seed: int) -> dict[str, Any]:
+    """:func:`play`, as a JSON-ready result."""
+    played = play(name, index, seed)
+    run, observed, score = played.run, played.observed, played.score
     return {
         "class": name,
-        "seed": seed_text,
+        "seed": played.seed,
         "params": run.params,
         "calls": len(run.calls),
-        "cpu_seconds": round(time.process_time() - started, 3),
-        "digest": digest,
+        "cpu_seconds": round(played.cpu_seconds, 3),
+        "digest": played.digest,
         "errors": list(observed.errors),
         "tallies": {k: [t.tp, t.fp, t.fn] for k, t in score.tallies.items()},
         "misses": [m.to_json() for m in score.misses],

@@ -79,12 +79,13 @@ class TextSource:
 def summary(style: str, goal: str, facts: Sequence[str], quoted: Sequence[str] = ()) -> str:
     """A summary of ``style`` stating ``goal`` and the ``facts`` of the replaced turns.
 
-    ``quoted`` outputs are included verbatim (an extractive compaction: the removed
-    content survives in the new context).
+    ``quoted`` outputs are included verbatim in place of the fact list (an extractive
+    compaction: the removed content survives in the new context).
     """
     listed = "\n".join(f"- {f}" for f in facts) or "- nothing new"
-    kept = "\n\n".join(quoted)
-    body = f"{listed}\n\nTool outputs kept verbatim:\n{kept}" if quoted else listed
+    if quoted:  # the facts open the outputs: quoting the outputs keeps them
+        listed = "Tool outputs kept verbatim:\n" + "\n\n".join(quoted)
+    body = listed
     if style == "schema":
         return (
             f"## Goal\n{goal}\n\n## Plan\n- continue from the last step\n\n"

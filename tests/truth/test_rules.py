@@ -1,0 +1,101 @@
+"""The detectors' truths: the rules of the notes applied to what the generator knows."""
+
+from __future__ import annotations
+
+from truth_model import CompactionTruth
+from truth_rules import (
+    BOUNDARY,
+    INEFFECTIVE,
+    LIVELOCK,
+    SHORT_RUN,
+    boundary,
+    expect,
+    ineffective,
+)
+
+WINDOW = 10_000
+
+
+def _truth(turn: int, **fields: object) -> CompactionTruth:
+    values: dict[str, object] = {
+        "agent": "a",
+        "turn": turn,
+        "mode": "lossy",
+        "kind": "rewrite",
+        "generation": 0,
+        "style": "schema",
+        "failed": False,
+        "pressure": True,
+        "trigger_tokens": 8_000,
+        "before_tokens": 8_100,
+        "window": WINDOW,
+        "after_tokens": 3_000,
+    }
+    values.update(fields)
+    return CompactionTruth(**values)  # type: ignore[arg-type]
+
+
+def _run(turns: list[int], content: int = 100) -> list[CompactionTruth]:
+    truths = [_truth(t) for t in turns]
+    expect(truths, dict.fromkeys(range(1, max(turns) + 1), content))
+    return truths
+
+
+def test_note_004s_livelock_fires_where_the_note_says() -> None:
+    """Intervals 9, 9, 9, 9, 7, 5, 3 under flat content: livelock at the last compaction only."""
+    truths = _run([10, 19, 28, 37, 46, 53, 58, 61])
+    assert [t.expected[LIVELOCK] for t in truths] == [False] * 7 + [True]
+
+
+def test_note_004s_reset_run_is_no_livelock() -> None:
+    """Intervals 11, 10, 12, 9 never make a livelock."""
+    assert not any(t.expected[LIVELOCK] for t in _run([10, 21, 31, 43, 52]))
+
+
+def test_a_shrink_of_exactly_20_percent_does_not_count() -> None:
+    """Intervals 25, 20, 16, 12 (each shrink 20% or less) are not accelerating."""
+    assert not any(t.expected[LIVELOCK] for t in _run([1, 26, 46, 62, 74]))
+
+
+def test_three_compactions_within_three_turns_are_thrashing() -> None:
+    """Three intervals of at most three turns in a row: a livelock (Claude Code's guard)."""
+    assert [t.expected[LIVELOCK] for t in _run([10, 13, 15, 18])] == [False, False, False, True]
+
+
+def test_two_ineffective_compactions_in_a_row_are_a_no_progress_livelock() -> None:
+    """The second of two compactions that leave the next call above the trigger (issue 18)."""
+    truths = [_truth(5, after_tokens=9_000), _truth(9, after_tokens=9_000)]
+    expect(truths, {})
+    assert [t.expected[INEFFECTIVE] for t in truths] == [True, True]
+    assert [t.expected[LIVELOCK] for t in truths] == [False, True]
+
+
+def test_a_size_within_the_margin_of_the_trigger_has_no_truth() -> None:
+    """After within 3% of the window of the trigger: neither effective nor ineffective."""
+    assert ineffective(_truth(5, after_tokens=8_100)) is None
+    assert ineffective(_truth(5, after_tokens=8_400)) is True
+    assert ineffective(_truth(5, after_tokens=7_600)) is False
+
+
+def test_boundary_truth_needs_a_summarizing_mode_and_pressure() -> None:
+    """Only a lossy or server compaction at pressure takes the phase truth."""
+    assert boundary(_truth(5, boundary=True)) is True
+    assert boundary(_truth(5, boundary=True, mode="server")) is True
+    assert boundary(_truth(5, boundary=True, mode="extractive")) is False
+    assert boundary(_truth(5, boundary=True, mode="prune")) is False
+    assert boundary(_truth(5, boundary=True, before_tokens=3_000)) is False
+    assert boundary(_truth(5, boundary=None)) is None
+
+
+def test_a_short_run_is_a_first_summary_before_turn_20_without_pressure() -> None:
+    """Turn 12 at 30% of the window is a short run; at pressure, or at turn 20, it is not."""
+    early = _truth(12, before_tokens=3_000, pressure=False)
+    expect([early], {})
+    assert early.expected[SHORT_RUN] is True
+    pressed = _truth(12)
+    expect([pressed], {})
+    assert pressed.expected[SHORT_RUN] is False
+    late = _truth(20, before_tokens=3_000, pressure=False)
+    expect([late], {})
+    assert late.expected[SHORT_RUN] is False
+    assert early.expected[BOUNDARY] is False
