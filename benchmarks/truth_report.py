@@ -96,14 +96,15 @@ def below(tally: Tally | None) -> bool:
 
 def render(summary: dict[str, Any], results: dict[str, Any]) -> str:
     """The generated part of docs/detection.md."""
-    lines = [
-        BEGIN,
-        "",
+    runs = sum(s["runs"] for s in summary.values())
+    head = (
         f"Run: `{results['command']}` (seed {results['seed']}, {results['runs_per_class']} "
-        f"runs per class, {sum(s['runs'] for s in summary.values())} runs, "
-        f"{results['seconds']:.0f} s). Cells are precision / recall in percent; "
-        "bold cells missed something.",
-        "",
+        f"runs per class, {runs} runs, {results['seconds']:.0f} s). Cells are precision / "
+        "recall in percent (— where nothing was seen or nothing was true); bold cells "
+        "missed something."
+    )
+    parts = [
+        head,
         _table(
             ["class", "runs", *[SHORT.get(o, o) for o in INFERENCE]],
             [
@@ -111,16 +112,45 @@ def render(summary: dict[str, Any], results: dict[str, Any]) -> str:
                 for n, s in summary.items()
             ],
         ),
-        "",
         _table(
             ["class", *[SHORT[k] for k in KINDS]],
             [[n, *[cell(s["tallies"].get(k)) for k in KINDS]] for n, s in summary.items()],
         ),
-        "",
-        "Determinism: every run whose index is a multiple of "
-        f"{results['determinism_every']} ran again in two fresh processes with "
-        f"`PYTHONHASHSEED` {results['hash_seeds'][0]} and {results['hash_seeds'][1]}; "
-        "canonical spans (ids renamed in order of appearance, times dropped) compared.",
+        "By call shape and by phase source (all classes pooled):",
+        _variations(results["runs"]),
+        "\n".join(_limits(summary)),
+        "\n".join(_determinism(summary, results)),
+        "\n".join(_calibration(results.get("calibration") or [])),
+    ]
+    return "\n\n".join([BEGIN, *parts, END])
+
+
+VARIATION_OUTCOMES = ("found", "mode", "generation", "conversation", "boundary_compaction")
+
+
+def _variations(runs: list[dict[str, Any]]) -> str:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for result in runs:
+        params = result.get("params")
+        if params:
+            groups.setdefault(params["wire"], []).append(result)
+            groups.setdefault(f"{params['phases']} phases", []).append(result)
+    rows = []
+    for name in sorted(groups, key=lambda g: (g.endswith("phases"), g)):
+        total = tallies(groups[name])
+        rows.append(
+            [name, str(len(groups[name])), *[cell(total.get(o)) for o in VARIATION_OUTCOMES]]
+        )
+    return _table(["variation", "runs", *[SHORT.get(o, o) for o in VARIATION_OUTCOMES]], rows)
+
+
+def _determinism(summary: dict[str, Any], results: dict[str, Any]) -> list[str]:
+    first, second = results["hash_seeds"]
+    return [
+        f"Determinism: every run whose index is a multiple of {results['determinism_every']} "
+        f"ran again in two fresh processes with `PYTHONHASHSEED` {first} and {second}; their "
+        "canonical spans (ids renamed in order of appearance, times dropped) are compared "
+        "with each other and with the scoring run's (which ran after other runs).",
         "",
         _table(
             ["class", "compared", "same across hash seeds", "same as after other runs"],
@@ -129,14 +159,7 @@ def render(summary: dict[str, Any], results: dict[str, Any]) -> str:
                 for n, s in summary.items()
             ],
         ),
-        "",
-        *_limits(summary),
-        "",
-        *_calibration(results.get("calibration") or []),
-        "",
-        END,
     ]
-    return "\n".join(lines)
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
