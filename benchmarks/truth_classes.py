@@ -20,6 +20,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from truth_agent import Agent
 from truth_run import Run
 from truth_wire import SERVER_WIRES, WIRES
 
@@ -57,6 +58,14 @@ def _sized(run: Run, keep: int, low: int = 5, high: int = 8) -> tuple[int, int]:
     return (int(size * 0.85), int(size * 1.15))
 
 
+def _cycles(agent: Agent, count: int, compact: Callable[[], None]) -> None:
+    """``count`` times: work up to the trigger, then ``compact``; three calls after the last."""
+    for _ in range(count):
+        agent.until_pressure()
+        compact()
+    agent.steps(3)
+
+
 def _keep(run: Run, most: int) -> int:
     """A kept tail of 0 to ``most`` turns; at most 6 on the openai wires.
 
@@ -74,10 +83,7 @@ def _keep(run: Run, most: int) -> int:
 def tail_rewrite(run: Run) -> None:
     keep = _keep(run, 20)
     agent = run.agent(output_tokens=_sized(run, keep))
-    for _ in range(run.rng.randint(2, 3)):
-        agent.until_pressure()
-        agent.rewrite(keep=keep, carry=False)
-    agent.steps(3)
+    _cycles(agent, run.rng.randint(2, 3), lambda: agent.rewrite(keep=keep, carry=False))
 
 
 @truth_class(
@@ -88,10 +94,7 @@ def tail_rewrite(run: Run) -> None:
 def carried_over(run: Run) -> None:
     keep = _keep(run, 8)
     agent = run.agent(output_tokens=_sized(run, keep))
-    for _ in range(run.rng.randint(2, 4)):
-        agent.until_pressure()
-        agent.rewrite(keep=keep, carry=True)
-    agent.steps(3)
+    _cycles(agent, run.rng.randint(2, 4), lambda: agent.rewrite(keep=keep, carry=True))
 
 
 @truth_class(
@@ -102,10 +105,11 @@ def carried_over(run: Run) -> None:
 def lineage_reset(run: Run) -> None:
     keep = _keep(run, 6)
     agent = run.agent(output_tokens=_sized(run, keep))
-    for _ in range(run.rng.randint(3, 5)):
-        agent.until_pressure()
+
+    def reset_at_random() -> None:
         agent.rewrite(keep=keep, carry=run.rng.random() < 0.5)
-    agent.steps(3)
+
+    _cycles(agent, run.rng.randint(3, 5), reset_at_random)
 
 
 @truth_class(
@@ -118,10 +122,7 @@ def livelock_run(run: Run) -> None:
     size = _sized(run, keep, 12, 16)[1]
     agent = run.agent(output_tokens=(size, size))
     grow = run.rng.uniform(0.30, 0.45)
-    for _ in range(run.rng.randint(6, 8)):
-        agent.until_pressure()
-        agent.rewrite(keep=keep, carry=True, grow=grow)
-    agent.steps(3)
+    _cycles(agent, run.rng.randint(6, 8), lambda: agent.rewrite(keep, carry=True, grow=grow))
 
 
 @truth_class(
@@ -133,10 +134,7 @@ def reset_run(run: Run) -> None:
     keep = run.rng.randint(0, 2)
     size = _sized(run, keep, 8, 12)[1]
     agent = run.agent(output_tokens=(size, size))
-    for _ in range(run.rng.randint(5, 6)):
-        agent.until_pressure()
-        agent.rewrite(keep=keep, carry=False)
-    agent.steps(3)
+    _cycles(agent, run.rng.randint(5, 6), lambda: agent.rewrite(keep=keep, carry=False))
 
 
 @truth_class(
@@ -147,10 +145,7 @@ def reset_run(run: Run) -> None:
 def whole_history(run: Run) -> None:
     agent = run.agent(output_tokens=_sized(run, 0))
     carry = run.rng.random() < 0.5
-    for _ in range(run.rng.randint(2, 3)):
-        agent.until_pressure()
-        agent.replace_all(carry=carry)
-    agent.steps(3)
+    _cycles(agent, run.rng.randint(2, 3), lambda: agent.replace_all(carry=carry))
 
 
 @truth_class(
@@ -177,11 +172,11 @@ def in_place_clearing(run: Run) -> None:
 )
 def server_side(run: Run) -> None:
     agent = run.agent(output_tokens=_sized(run, 0))
-    for _ in range(run.rng.randint(2, 3)):
-        agent.until_pressure()
-        failed = agent.wire.name == "anthropic" and run.rng.random() < 0.2
-        agent.server_compaction(failed=failed)
-    agent.steps(3)
+
+    def compact() -> None:
+        agent.server_compaction(failed=agent.wire.name == "anthropic" and run.rng.random() < 0.2)
+
+    _cycles(agent, run.rng.randint(2, 3), compact)
 
 
 @truth_class(

@@ -154,6 +154,11 @@ class AnthropicWire(Wire):
         return _llm_anthropic._context_tokens({"system": system, "tools": tools, "messages": items})
 
 
+def _openai_client(api: FakeLLMAPI) -> openai.OpenAI:
+    http = httpx2.Client(transport=api.mock_transport())
+    return openai.OpenAI(api_key="sk-openai-truth", http_client=http, max_retries=0)
+
+
 class ChatWire(Wire):
     """``chat.completions.create`` / ``chat.completions.stream``; the system prompt leads."""
 
@@ -162,8 +167,7 @@ class ChatWire(Wire):
 
     def __init__(self, api: FakeLLMAPI, stream: bool) -> None:
         super().__init__(api, stream)
-        http = httpx2.Client(transport=api.mock_transport())
-        self.client = openai.OpenAI(api_key="sk-openai-truth", http_client=http, max_retries=0)
+        self.client = _openai_client(api)
         self._system: Item = {}
 
     def tools(self, specs: Sequence[ToolSpec]) -> list[Item]:
@@ -232,8 +236,7 @@ class ResponsesWire(Wire):
 
     def __init__(self, api: FakeLLMAPI, stream: bool) -> None:
         super().__init__(api, stream)
-        http = httpx2.Client(transport=api.mock_transport())
-        self.client = openai.OpenAI(api_key="sk-openai-truth", http_client=http, max_retries=0)
+        self.client = _openai_client(api)
 
     def tools(self, specs: Sequence[ToolSpec]) -> list[Item]:
         return [
