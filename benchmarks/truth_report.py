@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from truth_limits import reason_for
+from truth_limits import KNOWN_LIMITS, reason_for
 from truth_rules import KINDS
 from truth_score import ATTRIBUTES, Tally
 
@@ -185,9 +185,33 @@ def _limits(summary: dict[str, Any]) -> list[str]:
                 f"- `{name}` / determinism ({s['same_hash']} of {s['compared']} identical): "
                 f"{reason_for(name, 'determinism')} Seed: `{s['differing'][0]}`."
             )
+        if s["compared"] and s["same_order"] < s["compared"]:
+            lines.append(
+                f"- `{name}` / state: {s['compared'] - s['same_order']} of {s['compared']} runs "
+                "gave other spans after other runs in the same process (investigate)."
+            )
         for crash in s["crashes"][:1]:
             lines.append(f"- `{name}`: run `{crash}` crashed (see the JSON).")
+    stale = _stale(summary)
+    if stale:
+        lines += ["", "Known-limit entries this run did not need (delete them): " + stale + "."]
     return lines
+
+
+def _stale(summary: dict[str, Any]) -> str:
+    """Class-specific entries of ``KNOWN_LIMITS`` whose cell is at 100% in this run."""
+    unused = []
+    for name, outcome in KNOWN_LIMITS:
+        s = summary.get(name)
+        if s is None:
+            continue
+        if outcome == "determinism":
+            missed = s["same_hash"] < s["compared"]
+        else:
+            missed = below(s["tallies"].get(outcome))
+        if not missed:
+            unused.append(f"`{name}` / {SHORT.get(outcome, outcome)}")
+    return ", ".join(unused)
 
 
 def calibration(folder: Path | None) -> list[dict[str, Any]]:
