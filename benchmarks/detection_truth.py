@@ -3,20 +3,21 @@
     benchmarks/run detection-truth                      # full run, rewrites docs/detection.md
     benchmarks/run detection-truth --runs 4 --no-doc    # a quick look; JSON to the temp dir
     benchmarks/run detection-truth --classes fixed_prefix,whole_history --runs 20 --no-doc
-    benchmarks/run detection-truth --from-json benchmarks/results/detection_truth.json
+    benchmarks/run detection-truth --from-json benchmarks/results/detection_truth.json.gz
 
 Every class of ``truth_classes`` runs ``--runs`` times (run ``i`` of class ``c`` has the
 seed ``"<seed>:<c>:<i>"``) in worker processes with ``PYTHONHASHSEED`` set to the first
 ``--hash-seeds`` value; every ``--determinism-every``-th run is run again in two fresh
 processes, one per hash seed, and the canonical spans of the three are compared. The
 calibration set's files are analysed with ``otel-compaction analyze --format json``.
-Results: ``benchmarks/results/detection_truth.json`` and the generated part of
+Results: ``benchmarks/results/detection_truth.json.gz`` and the generated part of
 ``docs/detection.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import subprocess
@@ -35,7 +36,8 @@ sys.path.insert(0, str(HERE))
 from truth_classes import CLASSES  # noqa: E402
 from truth_report import aggregate, calibration, render, update_doc  # noqa: E402
 
-RESULTS = ROOT / "benchmarks" / "results" / "detection_truth.json"
+RESULTS = ROOT / "benchmarks" / "results" / "detection_truth.json.gz"
+"""Every run's tallies and missed facts (gzip: the plain JSON is about 3 MB)."""
 DOC = ROOT / "docs" / "detection.md"
 CALIBRATION = (
     next(
@@ -154,6 +156,22 @@ def _digests(results: list[dict[str, Any]]) -> dict[str, str]:
     return {r["seed"]: r.get("digest", r.get("crash", "")) for r in results}
 
 
+def _save(results: dict[str, Any], path: Path) -> None:
+    """The results, without each run's truth and observations (``--show`` replays them)."""
+    kept = [
+        {k: v for k, v in r.items() if k not in ("truths", "observed")} for r in results["runs"]
+    ]
+    text = json.dumps({**results, "runs": kept}, separators=(",", ":"), sort_keys=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(text.encode(), mtime=0))
+
+
+def _load(path: Path) -> dict[str, Any]:
+    data = path.read_bytes()
+    loaded: dict[str, Any] = json.loads(gzip.decompress(data) if path.suffix == ".gz" else data)
+    return loaded
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: run (or re-render) and write the JSON and the doc."""
     args = _arguments(argv)
@@ -169,12 +187,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{key}:", *(json.dumps(v) for v in rows), sep="\n  " if len(rows) > 1 else " ")
         return 0
     if args.from_json is not None:
-        results = json.loads(args.from_json.read_text())
+        results = _load(args.from_json)
     else:
         results = run(args)
         out = Path(tempfile.gettempdir()) / RESULTS.name if args.no_doc else RESULTS
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(results, indent=1) + "\n")
+        _save(results, out)
         print(f"results: {out}", file=sys.stderr)
     summary = aggregate(results)
     markdown = render(summary, results)

@@ -18,7 +18,7 @@ def _run(name: str, found: list[int], **extra: Any) -> dict[str, Any]:
     return {
         "class": name,
         "seed": f"7:{name}:0",
-        "params": {"wire": "anthropic"},
+        "params": {"wire": "anthropic", "phases": "reported"},
         "digest": f"digest-{name}",
         "tallies": {"found": found, "conversation": [6, 0, 0]},
         "misses": [miss] if found[2] else [],
@@ -56,6 +56,8 @@ def test_the_tables_name_every_class_and_each_cell_below_100_percent(tmp_path: P
     assert "Seed: `7:whole_history:0 fn (a, 3, True)`" in text
     assert "`livelock_run` / determinism (0 of 1 identical): `compaction.tokens" in text
     assert "`x` / found" not in text
+    assert "| anthropic | 4 |" in text
+    assert "| reported phases | 4 |" in text
     assert UNEXPLAINED not in text
     doc = tmp_path / "detection.md"
     doc.write_text(f"# Title\n\n{BEGIN}\nold\n{END}\n\n## After\n")
