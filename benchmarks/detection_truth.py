@@ -39,15 +39,8 @@ from truth_report import aggregate, calibration, render, update_doc  # noqa: E40
 RESULTS = ROOT / "benchmarks" / "results" / "detection_truth.json.gz"
 """Every run's tallies and missed facts (gzip: the plain JSON is about 3 MB)."""
 DOC = ROOT / "docs" / "detection.md"
-CALIBRATION = (
-    next(
-        (p for p in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if p.is_dir()),
-        ROOT.parent / "shared",
-    )
-    / "data"
-    / "real-sessions"
-)
-"""The calibration set beside the checkout (``../shared/data/real-sessions``), if any."""
+CALIBRATION = ROOT / "tests" / "data" / "calibration-set"
+"""The calibration set, kept in the repository."""
 
 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
