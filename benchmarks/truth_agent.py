@@ -214,10 +214,10 @@ class Agent:
         """Task, a summary of the older turns, the last ``keep`` turns verbatim.
 
         ``carry``: the summary carries the previous summary's text (else it is built
-        from raw turns only: a fresh summary, or note 004's reset). ``quote``: it
+        from raw turns only: a fresh summary, or the livelock incident's reset). ``quote``: it
         quotes the replaced tool outputs verbatim (extractive). ``grow``: the summary
         also re-derives constraints worth this share of the budget left under the trigger
-        (note 004's residual: each compaction buys fewer turns than the last).
+        (the livelock incident's residual: each compaction buys fewer turns than the last).
         """
         cut = max(0, len(self.turns) - keep)
         region, tail = self.turns[:cut], self.turns[cut:]

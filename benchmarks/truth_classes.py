@@ -99,7 +99,7 @@ def carried_over(run: Run) -> None:
 
 @truth_class(
     "lineage_reset",
-    "carried-over summaries, each compaction reset at random by note 004's remedy "
+    "carried-over summaries, each compaction reset at random by the livelock incident's remedy "
     "(re-summarize from raw turns, drop the prior summary: generation 0)",
 )
 def lineage_reset(run: Run) -> None:
@@ -114,7 +114,7 @@ def lineage_reset(run: Run) -> None:
 
 @truth_class(
     "livelock_run",
-    "note 004's livelock: each summary carries the previous one plus re-derived "
+    "the livelock incident: each summary carries the previous one plus re-derived "
     "constraints worth 30-45% of the budget left, under flat tool content",
 )
 def livelock_run(run: Run) -> None:
@@ -127,7 +127,7 @@ def livelock_run(run: Run) -> None:
 
 @truth_class(
     "reset_run",
-    "note 004's reset run: the same agent re-summarizes from raw turns every time "
+    "the livelock incident's reset run: the same agent re-summarizes from raw turns every time "
     "(flat intervals, generation 0 on every compaction)",
 )
 def reset_run(run: Run) -> None:

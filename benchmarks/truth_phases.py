@@ -1,15 +1,15 @@
 """The phase plan of a generated agent: which phase each call is in, its tool and its report.
 
-An agent works in *blocks*, one phase each, in note 000's order (explore, hypothesize,
+An agent works in *blocks*, one phase each, in the boundary incident's order (explore, hypothesize,
 patch, verify, then patch and verify again or a new exploration). Every call of a
 block asks for that phase's most telling tool (read, think, edit, run the tests),
 so an inferred phase has the evidence a real agent gives. With reported phases the
 agent also calls ``report_phase`` before each call:
 
 - the first call of a block (not the first block) is a *straddle*: the new phase
-  0.44-0.50, the old one 0.02-0.08 below it (note 000's turn 30);
-- the next two calls *settle*: the new phase 0.60-0.70 (note 000's turn 31);
-- the rest are *held*: 0.80-0.92 (note 000's turns 28 and 34).
+  0.44-0.50, the old one 0.02-0.08 below it (the boundary incident's turn 30);
+- the next two calls *settle*: the new phase 0.60-0.70 (the boundary incident's turn 31);
+- the rest are *held*: 0.80-0.92 (the boundary incident's turns 28 and 34).
 
 :meth:`PhasePlan.boundary` states the truth of "the phase was straddling two phases
 after one was held with confidence" for a compaction first seen on a given call.

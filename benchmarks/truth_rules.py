@@ -1,11 +1,11 @@
 """Each detector's truth on each generated compaction, from what the scenario intended.
 
-The rules are the project's (note 000, note 004, note 001 and the vendors' guards, with
-issues 13 and 18's corrections), applied to the quantities the generator knows exactly:
-the agent's own call numbers, the sizes the server counted, the phase plan, the summary
-it wrote. A value is ``None`` (no truth, scored as don't-care) where the generated
-quantity sits within a margin of a threshold, so that two honest token estimates could
-disagree. Every definition is one function; docs/detection.md states them.
+The rules are the project's (docs/concepts.md: the boundary and livelock incidents,
+short runs, the preserve-schema, and the vendors' guards), applied to the quantities the
+generator knows exactly: the agent's own call numbers, the sizes the server counted, the
+phase plan, the summary it wrote. A value is ``None`` (no truth, scored as don't-care)
+where the generated quantity sits within a margin of a threshold, so that two honest token
+estimates could disagree. Every definition is one function; docs/detection.md states them.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ LOST_TASK = "lost_task"
 KINDS = (BOUNDARY, LIVELOCK, INEFFECTIVE, SHORT_RUN, SCHEMA, LOST_TASK)
 
 PRESSURE = 0.65
-"""Note 000's pressure threshold (share of the window)."""
+"""The boundary incident's pressure threshold (share of the window)."""
 SHORT_RUN_TURNS = 20
 MARGIN = 0.03
 """Share of the window within which a size is too close to a threshold to be a truth."""
@@ -101,7 +101,7 @@ def short_run(t: CompactionTruth, first: bool) -> bool | None:
 
 
 def livelock(summaries: Sequence[CompactionTruth], content: dict[int, int]) -> bool | None:
-    """Any of note 004's cadence, Claude Code's thrashing, or two ineffective in a row."""
+    """The livelock incident's cadence, Claude Code's thrashing, or two ineffective in a row."""
     turns = [t.turn for t in summaries]
     intervals = [b - a for a, b in pairwise(turns)]
     thrashing = len(intervals) >= THRASHING_COUNT and all(
@@ -116,7 +116,7 @@ def livelock(summaries: Sequence[CompactionTruth], content: dict[int, int]) -> b
 
 
 def _cadence(turns: list[int], intervals: list[int], content: dict[int, int]) -> bool | None:
-    """Note 004: the last four intervals shrink by more than 20% each under flat content."""
+    """The livelock incident's cadence: the last four intervals shrink by over 20% each."""
     if len(intervals) < CADENCE_INTERVALS:
         return False
     recent = intervals[-CADENCE_INTERVALS:]

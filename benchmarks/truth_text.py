@@ -69,7 +69,7 @@ class TextSource:
         return "\n".join(lines)
 
     def padding(self, tokens: int) -> str:
-        """Re-derived constraints of about ``tokens`` tokens (note 004's residual growth)."""
+        """Re-derived constraints of about ``tokens`` tokens (the livelock's residual growth)."""
         lines: list[str] = []
         while estimate_tokens("\n".join(lines)) < tokens:
             lines.append(f"- constraint {self.words(9)}")
