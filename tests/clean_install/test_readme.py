@@ -38,6 +38,13 @@ def test_readme_user_part_marks_repository_files_as_such() -> None:
     assert "checkout of the repository" in header  # the two set-up commands say where they run
 
 
+def test_readme_opens_with_exactly_the_two_set_up_commands() -> None:
+    """The first code block of the README holds the demo and the test command, nothing else."""
+    first_block = README.read_text(encoding="utf-8").split("```sh\n", 1)[1].split("```", 1)[0]
+    commands = [line.split("#", 1)[0].strip() for line in first_block.splitlines() if line.strip()]
+    assert commands == ["scripts/demo", "scripts/test"]
+
+
 def test_every_relative_link_of_the_readme_and_docs_resolves() -> None:
     """Every relative link in README.md and docs/ names a file or folder that exists."""
     pages = [README, *sorted((ROOT / "docs").rglob("*.md"))]
