@@ -80,7 +80,7 @@ def _place(
         chars = sum(f.chars for f in facts)
         return given, Placement(given.id, not given.given, facts, context_chars=chars)
     placement = runtime.history.place(
-        given.id if given is not None else None, request.system, request.messages
+        given.id if given is not None else None, request.system, request.messages, request.model
     )
     if given is None:
         given = ConversationRef(placement.conversation_id, scope.ID_INFERRED, False)

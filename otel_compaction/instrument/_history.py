@@ -14,7 +14,18 @@ per message). A request is placed by, in order:
 4. a summary it carries that an earlier compaction of a conversation produced,
    or a verbatim tail shared with a conversation of the same system prompt
    (a compaction that replaced the task message too);
-5. otherwise a new conversation.
+5. a *whole-history replacement*: the request is nothing but user or system text
+   never seen (one summary, task included, nothing verbatim) and a conversation
+   recently placed in the same thread or asyncio task had the same system prompt
+   and model, and its text is carried into the new one: at least
+   :data:`WHOLE_HISTORY_CARRY` of the new text's word 5-grams found in it when that
+   conversation was at pressure (its last measured context plus its last response,
+   against the pressure threshold); when it was not, :data:`WHOLE_HISTORY_CARRY_ALONE`
+   and the new text shorter than what it replaces; the best carried of several
+   wins, the most recent on ties;
+6. otherwise a new conversation (so two agents starting separate tasks with the
+   same system prompt stay two: a fresh task carries nothing of the other's
+   history).
 
 Two agents interleaving calls with different tasks have different anchors, so
 they never mix. Cost per call grows with the new messages, not the history,
@@ -31,11 +42,14 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_compaction.instrument._messages import MessageFacts, describe, fingerprint
-from otel_compaction.instrument._rewrite import Rewrite, infer_rewrite
+from otel_compaction.instrument._messages import MessageFacts, describe, fingerprint, text_of
+from otel_compaction.instrument._rewrite import Rewrite, infer_rewrite, replaced_whole
+from otel_compaction.lineage.text import survival
+from otel_compaction.signals.tokens import CHARS_PER_TOKEN
 
 MAX_HISTORIES = 1024
 """Conversations whose last history is kept for inference."""
@@ -54,6 +68,22 @@ MAX_SUMMARIES = 4096
 ANCHOR_MESSAGES = 4
 MAX_HEADS = 1024
 """Anchor messages whose facts are cached by identity (strong references, bounded)."""
+RECENT_PLACED = 8
+"""Conversations remembered per thread or asyncio task as candidates of a whole-history
+replacement (the most recently placed last)."""
+WHOLE_HISTORY_CARRY = 0.3
+"""Share of a replacement's word 5-grams that must occur in the text of the conversation
+it replaces (tool outputs, the task, the last response). A summary restates the task
+and what the tools found; a fresh task shares almost none of another's history."""
+WHOLE_HISTORY_REST = 0.15
+"""Share of the replacing text's word 5-grams that must come from the replaced history
+beyond its task (tool outputs, replies), unless the task is restated whole."""
+WHOLE_HISTORY_TASK = 0.8
+"""Share of the replaced task's word 5-grams the replacing text must restate when little
+of the rest of the history shows in it (a compaction one call after the task)."""
+WHOLE_HISTORY_CARRY_ALONE = 0.6
+"""The same share when the replaced conversation was not at pressure (a compaction on a
+schedule, or one whose last step added more than the measured context shows)."""
 
 _ids = itertools.count(1)
 _PREFIX = f"conv-{os.getpid():x}-{int(time.time()) & 0xFFFFFF:06x}-"
@@ -76,6 +106,7 @@ class _History:
     chars: int = 0
     expected: tuple[Any, ...] = ()
     tail_keys: tuple[int, ...] = ()
+    model: str | None = None
 
 
 @dataclass(slots=True)
@@ -155,6 +186,9 @@ class HistoryTracker:
         max_messages: bound on the messages of all remembered histories (LRU).
         max_chars: bound on the characters of all remembered histories (LRU).
         clock: monotonic seconds.
+        at_pressure: whether a conversation's last measured context plus ``tokens``
+            more is at pressure (evidence of a whole-history replacement); None: no
+            whole-history replacement is recognised.
     """
 
     idle_seconds: float = 3600.0
@@ -162,6 +196,12 @@ class HistoryTracker:
     max_messages: int = MAX_MESSAGES
     max_chars: int = MAX_CHARS
     clock: Callable[[], float] = time.monotonic
+    at_pressure: Callable[[str, int], bool] | None = None
+    _recent: ContextVar[tuple[str, ...]] = field(
+        default_factory=lambda: ContextVar("otel_compaction_recent", default=()), init=False
+    )
+    """The conversations last placed in this thread or task (a context variable: each
+    thread and each asyncio task sees its own, a task starting with its parent's)."""
     _by_id: OrderedDict[str, _History] = field(default_factory=OrderedDict, init=False)
     _by_anchor: dict[int, list[str]] = field(default_factory=dict, init=False)
     _by_tail: dict[int, str] = field(default_factory=dict, init=False)
@@ -186,14 +226,27 @@ class HistoryTracker:
     def __len__(self) -> int:
         return len(self._by_id)
 
-    def place(self, given_id: str | None, system: Any, messages: Sequence[Any]) -> Placement:
+    def place(
+        self,
+        given_id: str | None,
+        system: Any,
+        messages: Sequence[Any],
+        model: str | None = None,
+    ) -> Placement:
         """Place one request and remember its history as its conversation's last."""
         system_key = fingerprint(system)[0] if system else 0
         with self._lock:
             self._expire()
             if given_id is not None:
-                return self._place_given(given_id, system_key, messages)
-            return self._place_inferred(system_key, messages)
+                placement = self._place_given(given_id, system_key, messages, model)
+            else:
+                placement = self._place_inferred(system_key, messages, model)
+        recent = self._recent.get()
+        cid = placement.conversation_id
+        if not recent or recent[-1] != cid:
+            kept = [c for c in recent if c != cid][-(RECENT_PLACED - 1) :]
+            self._recent.set((*kept, cid))
+        return placement
 
     def find(self, system: Any, messages: Sequence[Any]) -> str | None:
         """The conversation a request (e.g. a summarizer's) continues, without recording it.
@@ -232,7 +285,9 @@ class HistoryTracker:
 
     # ------------------------------------------------------------ placement
 
-    def _place_given(self, cid: str, system_key: int, messages: Sequence[Any]) -> Placement:
+    def _place_given(
+        self, cid: str, system_key: int, messages: Sequence[Any], model: str | None
+    ) -> Placement:
         history = self._by_id.get(cid)
         if history is not None:
             added = _grow(history, messages)
@@ -241,11 +296,11 @@ class HistoryTracker:
         msgs = tuple(messages)
         facts = [describe(m) for m in msgs]
         if history is None:
-            return self._store(cid, system_key, msgs, facts, inferred=False, first=True)
-        rewrite = self._rewrite(history, facts, msgs)
+            return self._store(cid, system_key, msgs, facts, model, inferred=False, first=True)
+        rewrite = self._shrinking(history, facts, msgs) or self._rewrite(history, facts, msgs)
         start = rewrite.new_start if rewrite else _common(history.facts, facts)
         return self._store(
-            cid, system_key, msgs, facts, inferred=False, rewrite=rewrite, start=start
+            cid, system_key, msgs, facts, model, inferred=False, rewrite=rewrite, start=start
         )
 
     def _head(self, msgs: Sequence[Any]) -> list[MessageFacts]:
@@ -265,7 +320,9 @@ class HistoryTracker:
                 break
         return head
 
-    def _place_inferred(self, system_key: int, messages: Sequence[Any]) -> Placement:
+    def _place_inferred(
+        self, system_key: int, messages: Sequence[Any], model: str | None
+    ) -> Placement:
         head = self._head(messages)
         anchor = _anchor(system_key, head)
         candidates = [self._by_id[c] for c in reversed(self._by_anchor.get(anchor, ()))]
@@ -277,18 +334,56 @@ class HistoryTracker:
         rewritten = self._best_rewrite(candidates, facts, msgs)
         if rewritten is not None:
             history, rewrite = rewritten
-            return self._continue(history, system_key, msgs, facts, rewrite)
+            return self._continue(history, system_key, msgs, facts, model, rewrite)
         branched = self._branch(candidates, facts, len(head))
         if branched is not None:
             history, common = branched
             return self._store(
-                history.conversation_id, system_key, msgs, facts, inferred=True, start=common
-            )
+                history.conversation_id, system_key, msgs, facts, model,
+                inferred=True, start=common,
+            )  # fmt: skip
         found = self._by_summary(facts) or self._by_shared_tail(system_key, facts)
         if found is not None:
-            return self._continue(found, system_key, msgs, facts, self._rewrite(found, facts, msgs))
+            shown = self._rewrite(found, facts, msgs)
+            return self._continue(found, system_key, msgs, facts, model, shown)
+        replaced = self._replaced(system_key, model, facts, msgs)
+        if replaced is not None:
+            return self._continue(replaced[0], system_key, msgs, facts, model, replaced[1])
         cid = new_conversation_id()
-        return self._store(cid, system_key, msgs, facts, inferred=True, first=True)
+        return self._store(cid, system_key, msgs, facts, model, inferred=True, first=True)
+
+    def _replaced(
+        self,
+        system_key: int,
+        model: str | None,
+        facts: list[MessageFacts],
+        msgs: tuple[Any, ...],
+    ) -> tuple[_History, Rewrite] | None:
+        """The recent conversation of this thread or task whose whole history the request
+        replaces, by the rule of the module docstring (step 5), if one qualifies."""
+        if self.at_pressure is None:
+            return None
+        best: tuple[float, _History, Rewrite] | None = None
+        text: list[str] | None = None
+        for cid in reversed(self._recent.get()):
+            history = self._by_id.get(cid)
+            if history is None or history.system_key != system_key or history.model != model:
+                continue
+            rewrite = self._replacement(history, facts, msgs)
+            if rewrite is None:
+                continue
+            if text is None:
+                text = ["\n".join(text_of(m) for m in rewrite.inserted)]
+            carried = _carried(text, [text_of(m) for m in rewrite.dropped])
+            if self._was_at_pressure(history):
+                needed = WHOLE_HISTORY_CARRY
+            elif rewrite.inserted_chars < rewrite.dropped_chars:
+                needed = WHOLE_HISTORY_CARRY_ALONE
+            else:
+                continue
+            if carried >= needed and (best is None or carried > best[0]):
+                best = (carried, history, rewrite)
+        return None if best is None else (best[1], best[2])
 
     def _extended(
         self, candidates: Sequence[_History], messages: Sequence[Any]
@@ -312,7 +407,7 @@ class HistoryTracker:
                 msgs = tuple(messages)
                 return self._store(
                     new_conversation_id(), history.system_key, msgs, list(history.facts),
-                    inferred=True, first=True,
+                    history.model, inferred=True, first=True,
                 )  # fmt: skip
             return self._extend(history, added, inferred=True)
         return None
@@ -323,6 +418,7 @@ class HistoryTracker:
         system_key: int,
         msgs: tuple[Any, ...],
         facts: list[MessageFacts],
+        model: str | None,
         rewrite: Rewrite | None,
     ) -> Placement:
         start = rewrite.new_start if rewrite else _after_summary(facts)
@@ -331,6 +427,7 @@ class HistoryTracker:
             system_key,
             msgs,
             facts,
+            model,
             inferred=True,
             rewrite=rewrite,
             start=start,
@@ -360,6 +457,31 @@ class HistoryTracker:
         old_facts = [*history.facts, *expected]
         old_messages = (*history.messages, *history.expected)
         return infer_rewrite(old_facts, facts, old_messages, msgs)
+
+    @staticmethod
+    def _replacement(
+        history: _History, facts: list[MessageFacts], msgs: tuple[Any, ...]
+    ) -> Rewrite | None:
+        old_facts = [*history.facts, *(describe(m) for m in history.expected)]
+        return replaced_whole(old_facts, facts, (*history.messages, *history.expected), msgs)
+
+    def _shrinking(
+        self, history: _History, facts: list[MessageFacts], msgs: tuple[Any, ...]
+    ) -> Rewrite | None:
+        """A whole-history replacement of a conversation the application named, if it
+        shrinks what it replaces or came at pressure (else a new start under the id)."""
+        rewrite = self._replacement(history, facts, msgs)
+        if rewrite is None or rewrite.inserted_chars < rewrite.dropped_chars:
+            return rewrite
+        return rewrite if self._was_at_pressure(history) else None
+
+    def _was_at_pressure(self, history: _History) -> bool:
+        """The conversation's last measured context plus its last response, at pressure."""
+        at_pressure = self.at_pressure
+        if at_pressure is None:
+            return False
+        pending = sum(describe(m).chars for m in history.expected)
+        return at_pressure(history.conversation_id, -(-pending // CHARS_PER_TOKEN))
 
     @staticmethod
     def _branch(
@@ -421,6 +543,7 @@ class HistoryTracker:
         system_key: int,
         msgs: tuple[Any, ...],
         facts: list[MessageFacts],
+        model: str | None,
         *,
         inferred: bool,
         rewrite: Rewrite | None = None,
@@ -430,8 +553,9 @@ class HistoryTracker:
         self._drop(cid)
         chars = sum(f.chars for f in facts)
         history = _History(
-            cid, _anchor(system_key, facts), system_key, list(msgs), facts, self._now, chars
-        )
+            cid, _anchor(system_key, facts), system_key, list(msgs), facts, self._now, chars,
+            model=model,
+        )  # fmt: skip
         self._by_id[cid] = history
         peers = self._by_anchor.setdefault(history.anchor, [])
         peers.append(cid)
@@ -509,6 +633,23 @@ class HistoryTracker:
                 return
             self._drop(cid)
         self._oldest_used = -math.inf
+
+
+def _carried(new: list[str], old: list[str]) -> float:
+    """How much of ``new`` (the replacing text) is carried over from ``old`` (the replaced
+    history, task first): the share of its word 5-grams found there, counted only when
+    the history *beyond the task* shows in it (:data:`WHOLE_HISTORY_REST`) or the task
+    is restated whole (:data:`WHOLE_HISTORY_TASK`); else 0. A fresh task written from the
+    same template as the old one shares the template's words with the old task, nothing
+    with the tool outputs, and restates none of the old task's particulars."""
+    carried = survival(new, old) or 0.0
+    if not carried:
+        return 0.0
+    if (survival(new, old[1:]) or 0.0) >= WHOLE_HISTORY_REST:
+        return carried
+    if old and (survival(old[:1], new) or 0.0) >= WHOLE_HISTORY_TASK:
+        return carried
+    return 0.0
 
 
 def _by_response(candidates: Sequence[_History], messages: Sequence[Any]) -> list[_History]:

@@ -36,6 +36,7 @@ MIN_DROPPED_TURNS = 2
 TRIGGER_REWRITTEN = "history_rewritten"
 TRIGGER_CLEARED = "tool_outputs_cleared"
 TRIGGER_DROPPED = "messages_dropped"
+TRIGGER_REPLACED = "history_replaced"
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +155,43 @@ def head_replaced(
         inserted_chars=_chars(inserted),
         retained_chars=_chars(retained),
         new_start=j + r,
+    )
+
+
+def replaced_whole(
+    old: Sequence[MessageFacts],
+    new: Sequence[MessageFacts],
+    old_messages: Sequence[Any],
+    new_messages: Sequence[Any],
+) -> Rewrite | None:
+    """The whole history after its system messages, task included, replaced by new user
+    or system text never sent before (a summary), nothing kept verbatim; None if ``new`` is not
+    that shape. Whether it is the *same* conversation is the caller's to judge (the
+    shape alone is also a new conversation's first request)."""
+    head = 0
+    while head < len(old) and head < len(new) and old[head].role == "system":
+        if old[head].key != new[head].key:
+            return None
+        head += 1
+    end = _summary_end(new, head) if head < len(new) else head
+    inserted, dropped = new[head:end], old[head:]
+    if not inserted or not dropped or end < len(new):
+        return None  # nothing new in place of the history, or a reply after it
+    if any(f.role not in ("user", "system") or f.tool_results for f in inserted):
+        return None
+    seen = {f.key for f in dropped}
+    if any(f.key in seen for f in inserted):
+        return None  # a message of the old history sent again: a restart, not a summary
+    return Rewrite(
+        mode=CompactionMode.LOSSY,
+        trigger=TRIGGER_REPLACED,
+        dropped=tuple(old_messages[head:]),
+        inserted=tuple(new_messages[head:end]),
+        retained=(),
+        dropped_chars=_chars(dropped),
+        inserted_chars=_chars(inserted),
+        retained_chars=0,
+        new_start=end,
     )
 
 

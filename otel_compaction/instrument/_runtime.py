@@ -202,6 +202,7 @@ class Runtime:
         self.history = HistoryTracker(
             idle_seconds=self.settings.conversation_idle_seconds,
             max_chars=self.settings.history_max_chars,
+            at_pressure=self._at_pressure,
         )
         self.tracer = trace.get_tracer(
             SCOPE, _version(), tracer_provider=tracer_provider, schema_url=SCHEMA_URL
@@ -220,6 +221,16 @@ class Runtime:
         self.enriched: BoundedMap[int, bool] = BoundedMap()
         if on_finding is not None:
             self.registry.add_listener(on_finding)
+
+    def _at_pressure(self, conversation_id: str, tokens: int) -> bool:
+        """Whether the conversation's last turn's context plus ``tokens`` reaches the
+        pressure threshold of its window."""
+        analyzer = self.registry.peek(conversation_id)
+        pressure = analyzer.pressure if analyzer is not None else None
+        if pressure is None or pressure.window <= 0:
+            return False
+        fraction = (pressure.context_tokens + tokens) / pressure.window
+        return fraction >= self.settings.pressure_threshold
 
 
 def _version() -> str:
