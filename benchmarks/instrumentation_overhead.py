@@ -1,10 +1,11 @@
 """Instrumentation overhead: added time per LLM call, ours against the other GenAI instrumentations.
 
-Usage (from the repository root, in the benchmark venv that ``benchmarks/run`` prepares)::
+Usage (``benchmarks/run`` runs it in the benchmark venv, ``.venv-bench``)::
 
-    .venv-bench/bin/python benchmarks/instrumentation_overhead.py            # ~10 min, updates docs
-    .venv-bench/bin/python benchmarks/instrumentation_overhead.py --quick    # ~1 min smoke run
-    .venv-bench/bin/python benchmarks/instrumentation_overhead.py --profile ours
+    benchmarks/run overhead            # ~10 min, updates docs/benchmarks.md and the results JSON
+    benchmarks/run overhead --quick    # ~1 min smoke run, results to the temp dir, docs untouched
+    benchmarks/run overhead --profile ours
+    benchmarks/run overhead --from-json benchmarks/results/instrumentation_overhead.json
 
 Every configuration (see ``overhead_configs.py``) runs in its own process, once per pass; each
 pass runs all configurations in a shuffled order, so drift of the shared machine spreads over
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from overhead_configs import BY_KEY, CONFIGS, PROVIDERS
-from overhead_markdown import render, update_doc
+from overhead_markdown import render, render_targets, update_doc, update_targets
 from overhead_report import summarize
 from overhead_targets import evaluate_targets
 
@@ -98,7 +99,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--from-json",
         type=Path,
-        help="re-aggregate the runs of an earlier results file, run nothing",
+        help="re-aggregate the runs of an earlier results file and render the docs, run nothing",
     )
     parser.add_argument("--seed", type=int, default=20260)
     args = parser.parse_args(argv)
@@ -111,6 +112,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name in [*args.configs, *([args.profile] if args.profile else [])]:
         if name not in BY_KEY:
             parser.error(f"unknown configuration {name!r}; known: {', '.join(BY_KEY)}")
+    # A re-render writes the results file only when asked; a run always writes one.
+    args.write_json = args.json is not None or args.from_json is None
     # A smoke run's numbers are not results: they stay out of the repository.
     results = Path(tempfile.gettempdir()) if args.quick else ROOT / "benchmarks" / "results"
     suffix = "-quick" if args.quick else ""
@@ -137,14 +140,20 @@ def cells_for(provider: str, lengths: list[int] | None, quick: bool) -> list[dic
     return cells
 
 
-def _worker_env() -> dict[str, str]:
+def _worker_env(tree: Path | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_ENV_PREFIXES)}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
     return env
 
 
-def run_worker(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
-    """Run one configuration in a fresh process; its result, or an error record."""
+def run_worker(spec: dict[str, Any], tmp: Path, tree: Path | None = None) -> dict[str, Any]:
+    """Run one configuration in a fresh process; its result, or an error record.
+
+    ``tree`` is another checkout whose ``otel_compaction`` the worker imports (first on
+    ``PYTHONPATH``); the worker and its harness are always this tree's.
+    """
     name = f"{spec['provider']}-{spec['config']}-{spec['pass']}"
     spec_path, out_path, err_path = (
         tmp / f"{name}.{ext}" for ext in ("spec.json", "out.json", "stderr")
@@ -154,7 +163,7 @@ def run_worker(spec: dict[str, Any], tmp: Path) -> dict[str, Any]:
         proc = subprocess.run(
             [sys.executable, str(WORKER), str(spec_path), str(out_path)],
             cwd=ROOT,
-            env=_worker_env(),
+            env=_worker_env(tree),
             stdout=subprocess.DEVNULL,
             stderr=err,
             timeout=900,
@@ -259,11 +268,23 @@ def _shown(path: Path) -> str:
     return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
 
 
+def commit(tree: Path = ROOT) -> str:
+    """The checkout measured: its commit, ``+changes`` when the work tree differs from it."""
+
+    def git(*argv: str) -> str:
+        done = subprocess.run(["git", *argv], cwd=tree, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
 def describe(args: argparse.Namespace, argv: list[str] | None) -> dict[str, Any]:
     """Machine, versions and plan of this run (the ``meta`` of the results)."""
     return {
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": " ".join(["benchmarks/run", *(sys.argv[1:] if argv is None else argv)]),
+        "command": " ".join(["benchmarks/run overhead", *(sys.argv[1:] if argv is None else argv)]),
+        "commit": commit(),
         "uname": " ".join(part for part in platform.uname() if part),
         "nproc": os.cpu_count(),
         "python": platform.python_version(),
@@ -308,11 +329,13 @@ def report(args: argparse.Namespace, meta: dict[str, Any], runs: list[dict[str, 
         "verdicts": [asdict(v) for v in verdicts],
         "runs": runs,
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(payload, separators=(",", ":")))
+    if args.write_json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(payload, separators=(",", ":")))
     body = render(meta, rows, wall_rows, verdicts, own_rows)
     if args.doc:
         update_doc(args.doc, body, PREAMBLE)
+        update_targets(args.doc, render_targets(meta, verdicts))
     return body
 
 

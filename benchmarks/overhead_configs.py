@@ -96,3 +96,6 @@ BASELINE = "plain"
 FLOOR = "sdk"
 OURS = "ours"
 COMPETITORS = ("openllmetry", "official", "openinference")
+OWN_TIME_EXACT = (BASELINE, "openllmetry", "official", OURS, "telemetry_floor")
+"""Configurations whose hooks all sit outside the SDK call, so call time minus time inside it
+(``overhead_clock``) is exactly their own time; the SDK's span and OpenInference work inside."""

@@ -1,0 +1,10 @@
+"""The benchmarks' modules (`benchmarks/*.py`) import each other as siblings; so do their tests."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+if str(BENCHMARKS) not in sys.path:
+    sys.path.insert(0, str(BENCHMARKS))
