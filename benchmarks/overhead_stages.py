@@ -1,16 +1,21 @@
 """Where ours' own time goes: the stages of one instrumented call, timed in the call.
 
-    .venv-bench/bin/python benchmarks/overhead_stages.py [--length 20] [--calls 400] [--count-calls]
+    benchmarks/run stages [--length 20] [--calls 400] [--count-calls]
 
 Runs the benchmark's agent (``overhead_worker.Agent``: the same client, transport and
-histories as ``instrumentation_overhead.py``) with ours, non-streaming, and wraps the stages of
-a call with timers of the thread's CPU time. Prints the call's own time (outside the SDK) and
-each stage's mean per timed call. Stages nest (``begin`` holds ``place`` and ``start span``);
-each timer adds about 1 µs. Timers run only during the timed calls, not while a new
-conversation's first call is made. ``--count-calls`` counts the Python function calls per
-LLM call instead (ours, and the OpenTelemetry API and SDK on its behalf). A reading aid for
-``docs/benchmarks.md``, not a benchmark of record: the side-by-side figures come from
-``instrumentation_overhead.py``.
+histories as the overhead benchmark) with ours, anthropic, non-streaming, and replaces the
+functions of ``STAGES`` with timers of the thread's CPU time. Prints the call's own time
+(outside the SDK) and each stage's mean per timed call. Stages nest (``begin`` holds ``place``
+and ``start span``); each timer adds about 1 µs; timers count only during the timed calls, not
+while a new conversation's first call is made. ``--count-calls`` counts the Python function
+calls per LLM call instead (ours, and the OpenTelemetry API and SDK on its behalf).
+
+The stages are internals of ``otel_compaction`` (and of the OpenTelemetry SDK), named in one
+table. A stage that no longer resolves, or whose timer never fires during the calls (the code
+no longer goes through that name), stops the run with an error naming it:
+``tests/benchmarks/test_overhead_tools.py`` runs the tool, so a move of any of them fails the
+tests until the table follows. A reading aid for ``docs/benchmarks.md``, not a benchmark of
+record: the side-by-side figures come from ``instrumentation_overhead.py``.
 """
 
 from __future__ import annotations
@@ -18,146 +23,210 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
+import importlib
 import statistics
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
-import overhead_clock
 import overhead_worker as worker
-from opentelemetry import metrics, trace
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import Span as SdkSpan
-from opentelemetry.sdk.trace import TracerProvider
+from overhead_clock import InnerClock
 from overhead_configs import BY_KEY
 from overhead_history import anthropic_history
 
-ON = [False]
-TOTALS: dict[str, int] = {}
-CALLS: dict[str, int] = {}
+_CALL = "otel_compaction.instrument._call"
 
 
-def _count_call(frame: Any, event: str, _arg: Any) -> None:
-    """A ``sys.setprofile`` hook: count Python calls into ours and into OpenTelemetry."""
-    if event != "call":
-        return
-    path = frame.f_code.co_filename
-    who = "otel_compaction" if "/otel_compaction/" in path else None
-    if who is None and "/opentelemetry/" in path:
-        who = "opentelemetry (API and SDK)"
-    if who is not None:
-        CALLS[who] = CALLS.get(who, 0) + 1
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """One timed stage: the callable ``name`` (``Class.method`` for a method) of ``module``.
+
+    ``module`` is where the name is looked up when the call runs, so a function imported into
+    another module is named there (``_wrappers.begin``, not ``_begin.begin``).
+    """
+
+    label: str
+    module: str
+    name: str
+
+    @property
+    def where(self) -> str:
+        """The dotted name, for messages."""
+        return f"{self.module}.{self.name}"
 
 
-def timed(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` with its thread CPU time added to ``TOTALS[name]`` during timed calls."""
+STAGES: tuple[Stage, ...] = (
+    Stage("begin (request, conversation, span)", "otel_compaction.instrument._wrappers", "begin"),
+    Stage("place the request in its conversation", "otel_compaction.instrument._begin", "_place"),
+    Stage("start the span (SDK)", "otel_compaction.instrument._begin", "start_inference_span"),
+    Stage("complete (response read, finish)", "otel_compaction.instrument._wrappers", "complete"),
+    Stage("finish (analysis, telemetry, end)", _CALL, "InferenceCall.finish"),
+    Stage("turn (observation and analysis)", _CALL, "InferenceCall._turn"),
+    Stage("observe_turn", "otel_compaction.analyzer", "ConversationAnalyzer.observe_turn"),
+    Stage("turn attributes", _CALL, "turn_attributes"),
+    Stage("three histogram records (SDK)", _CALL, "InferenceCall._usage_metrics"),
+    Stage(
+        "token-fraction histogram record (SDK)",
+        "otel_compaction.emit.metrics",
+        "CompactionMetrics.record_turn",
+    ),
+    Stage("set_attributes (SDK)", "opentelemetry.sdk.trace", "Span.set_attributes"),
+    Stage("end the span (SDK)", _CALL, "InferenceCall._end"),
+)
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+
+class StageError(LookupError):
+    """Stages that do not resolve or were never called; the message names each one."""
+
+
+def resolve(stage: Stage) -> tuple[Any, str, Callable[..., Any]]:
+    """The object holding the stage's callable, its attribute name, and the callable.
+
+    Raises:
+        StageError: the module, class or function is not where ``stage`` says.
+    """
+    try:
+        owner: Any = importlib.import_module(stage.module)
+        *path, attribute = stage.name.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        fn = getattr(owner, attribute)
+    except (ImportError, AttributeError) as exc:
+        raise StageError(f"{stage.where} ({stage.label}): {exc}") from None
+    if not callable(fn):
+        raise StageError(f"{stage.where} ({stage.label}): not callable")
+    return owner, attribute, fn
+
+
+@dataclass
+class Timers:
+    """Thread CPU time and calls per stage, counted while ``on``."""
+
+    on: bool = False
+    totals: dict[str, int] = field(default_factory=dict)
+    hits: dict[str, int] = field(default_factory=dict)
+
+    def wrap(self, label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` with its thread CPU time added to ``totals[label]`` while ``on``."""
+
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.thread_time_ns()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if self.on:
+                    self.totals[label] = self.totals.get(label, 0) + time.thread_time_ns() - start
+                    self.hits[label] = self.hits.get(label, 0) + 1
+
+        return timed
+
+    def install(self, stages: Sequence[Stage]) -> None:
+        """Replace every stage's callable with its timer; all unresolved stages at once."""
+        resolved, errors = [], []
+        for stage in stages:
+            try:
+                resolved.append((stage, *resolve(stage)))
+            except StageError as exc:
+                errors.append(str(exc))
+        if errors:
+            raise StageError("stages that moved (update STAGES):\n  " + "\n  ".join(errors))
+        for stage, owner, attribute, fn in resolved:
+            setattr(owner, attribute, self.wrap(stage.label, fn))
+
+    def check(self, stages: Sequence[Stage]) -> None:
+        """Raise naming the stages whose timers never fired: the call no longer uses them."""
+        missed = [f"{s.where} ({s.label})" for s in stages if not self.hits.get(s.label)]
+        if missed:
+            raise StageError("stages never called (update STAGES):\n  " + "\n  ".join(missed))
+
+
+class CallCounter:
+    """A ``sys.setprofile`` hook: counts Python calls into ours and into OpenTelemetry."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, int] = {}
+
+    def __call__(self, frame: FrameType, event: str, _arg: Any) -> None:
+        if event != "call":
+            return
+        path = frame.f_code.co_filename
+        who = "otel_compaction" if "/otel_compaction/" in path else None
+        if who is None and "/opentelemetry/" in path:
+            who = "opentelemetry (API and SDK)"
+        if who is not None:
+            self.calls[who] = self.calls.get(who, 0) + 1
+
+
+def run(length: int, calls: int, warmup: int, count_calls: bool) -> list[str]:
+    """Time ``calls`` calls at ``length`` messages; the report's lines."""
+    _, tracer_provider, _, meter_provider = worker.providers()
+    clock = InnerClock(time.thread_time_ns)
+    clock.install()
+    config = BY_KEY["ours"]
+    worker.instrument(config, "anthropic", tracer_provider, meter_provider)
+    timers, counter = Timers(), CallCounter()
+    if not count_calls:
+        timers.install(STAGES)  # after instrumenting, so ours' wrappers call the timed ones
+    call = worker.make_call("anthropic", config, tracer_provider)
+    agent = worker.Agent(call, anthropic_history, "s", clock)
+    for _ in range(warmup):
+        agent.step(length, False)
+    gc.collect()
+    gc.freeze()
+    own = []
+    for _ in range(calls):
+        messages = agent.next_messages(length, False)
+        timers.on = True
+        clock.inner_ns = 0
         start = time.thread_time_ns()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            if ON[0]:
-                TOTALS[name] = TOTALS.get(name, 0) + time.thread_time_ns() - start
-
-    return wrapper
-
-
-def install_timers() -> None:
-    """Wrap the stages of ours (after instrumenting, so the wrappers see the timed ones)."""
-    from otel_compaction import analyzer
-    from otel_compaction.emit.metrics import CompactionMetrics
-    from otel_compaction.instrument import _begin, _call, _wrappers
-
-    call = _call.InferenceCall
-    _begin._place = timed("place the request in its conversation", _begin._place)
-    _begin.start_inference_span = timed("start the span (SDK)", _begin.start_inference_span)
-    _wrappers.begin = timed("begin (request, conversation, span)", _begin.begin)
-    _wrappers.complete = timed("complete (response read, finish)", _wrappers.complete)
-    call.finish = timed("finish (analysis, telemetry, end)", call.finish)
-    call._turn = timed("turn (observation and analysis)", call._turn)
-    cls = analyzer.ConversationAnalyzer
-    cls.observe_turn = timed("observe_turn", cls.observe_turn)  # type: ignore[method-assign]
-    _call.turn_attributes = timed("turn attributes", _call.turn_attributes)
-    call._usage_metrics = timed("three histogram records (SDK)", call._usage_metrics)
-    CompactionMetrics.record_turn = timed(  # type: ignore[method-assign]
-        "token-fraction histogram record (SDK)", CompactionMetrics.record_turn
-    )
-    SdkSpan.set_attributes = timed("set_attributes (SDK)", SdkSpan.set_attributes)  # type: ignore[method-assign]
-    call._end = timed("end the span (SDK)", call._end)
+        if count_calls:
+            sys.setprofile(counter)
+        agent.call(messages, False)
+        sys.setprofile(None)
+        own.append(time.thread_time_ns() - start - clock.inner_ns)
+        timers.on = False
+    if count_calls:
+        head = f"ours, {length} messages, Python function calls per LLM call"
+        return [head, *(f"  {w:40s} {n / calls:7.1f}" for w, n in sorted(counter.calls.items()))]
+    timers.check(STAGES)
+    return [
+        f"ours, {length} messages, {calls} calls, thread CPU time",
+        f"  {'own time per call (median)':40s} {statistics.median(own) / 1e3:7.1f} µs",
+        *(
+            f"  {name:40s} {total / calls / 1e3:7.1f} µs"
+            for name, total in sorted(timers.totals.items(), key=lambda kv: -kv[1])
+        ),
+    ]
 
 
-def main() -> None:
-    """Time ``--calls`` calls at ``--length`` messages and print the stages."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--length", type=int, default=20)
-    parser.add_argument("--calls", type=int, default=400)
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the stages (or the call counts); 1 with the names when a stage moved."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--length", type=int, default=20, help="messages per call (default 20)")
+    parser.add_argument("--calls", type=int, default=400, help="timed calls (default 400)")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed steps first (default 20)")
     parser.add_argument(
         "--count-calls",
         action="store_true",
         help="count the Python function calls per LLM call (ours, the OTel API and SDK) instead",
     )
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.length < 4 or args.calls < 1:
+        parser.error("--length must be at least 4 and --calls at least 1")
     warnings.simplefilter("ignore")
-    overhead_clock.time = type("ThreadClock", (), {"perf_counter_ns": time.thread_time_ns})  # type: ignore[assignment]
-    proc = worker.DroppingSpanProcessor()
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(proc)
-    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
-    trace.set_tracer_provider(tracer_provider)
-    metrics.set_meter_provider(meter_provider)
-    clock = overhead_clock.InnerClock()
-    clock.install()
-    config = BY_KEY["ours"]
-    worker._instrument(config, "anthropic", tracer_provider, meter_provider)
-    if not args.count_calls:
-        install_timers()
-    agent = worker.Agent(
-        worker._make_call("anthropic", config, tracer_provider), anthropic_history, "s", clock
-    )
-    for _ in range(20):
-        agent.step(args.length, False)
-    gc.collect()
-    gc.freeze()
-    TOTALS.clear()
-    own = []
-    for _ in range(args.calls):
-        if agent.left == 0:
-            agent.start_conversation(args.length, False)
-        messages = _next_messages(agent)
-        ON[0] = True
-        clock.inner_ns = 0
-        start = time.thread_time_ns()
-        if args.count_calls:
-            sys.setprofile(_count_call)
-        agent.call(messages, False)
-        sys.setprofile(None)
-        own.append(time.thread_time_ns() - start - clock.inner_ns)
-        ON[0] = False
-    if args.count_calls:
-        print(f"ours, {args.length} messages, Python function calls per LLM call")
-        for who, count in sorted(CALLS.items()):
-            print(f"  {who:40s} {count / args.calls:7.1f}")
-        return
-    print(f"ours, {args.length} messages, {args.calls} calls, thread CPU time")
-    print(f"  own time per call (median)             {statistics.median(own) / 1e3:7.1f} µs")
-    for name, total in sorted(TOTALS.items(), key=lambda kv: -kv[1]):
-        print(f"  {name:40s} {total / args.calls / 1e3:7.1f} µs")
-
-
-def _next_messages(agent: worker.Agent) -> list[Any]:
-    """The agent's step without its timing: two messages more on the same list."""
-    n = len(agent.messages)
-    agent.messages.extend(agent.full[n : n + 2])
-    agent.left -= 1
-    agent.calls += 1
-    gc.collect()
-    return agent.messages
+    try:
+        lines = run(args.length, args.calls, args.warmup, args.count_calls)
+    except StageError as exc:
+        print(f"overhead_stages: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join(lines))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

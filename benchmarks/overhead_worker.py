@@ -4,10 +4,10 @@ Run by ``instrumentation_overhead.py`` as ``python overhead_worker.py SPEC.json 
 process per configuration per pass, so no instrumentation needs to uninstrument cleanly and no
 import-time patch leaks into another configuration.
 
-Each timed call is the step of an agent: the same ``messages`` list that an untimed call sent
-one step earlier, with one (assistant ``tool_use``, user ``tool_result``) pair appended; every
-step starts a new conversation (tagged content), so each timed call sends exactly ``length``
-messages of which two are new.
+Each timed call is the step of an agent (``Agent``): the ``messages`` list the previous call
+sent, with one (assistant ``tool_use``, user ``tool_result``) pair appended, so two messages
+are new; a conversation (with its own tagged content) serves ``length / 20 + 1`` steps, so
+timed calls send ``length`` to ``1.1 × length`` messages.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from overhead_history import (
     openai_tools,
 )
 
+import otel_compaction
 from otel_compaction import semconv
 
 Call = Callable[[list[Message], bool], int]
@@ -85,7 +86,7 @@ class _LogCounter(logging.Handler):
         self.count += 1
 
 
-def _instrument(
+def instrument(
     config: Config, provider: str, tracer_provider: TracerProvider, meter_provider: MeterProvider
 ) -> str | None:
     """Instrument ``provider`` for ``config``; the instrumentor's version, or None if none."""
@@ -99,7 +100,7 @@ def _instrument(
     return str(getattr(module, "__version__", "") or "")
 
 
-def _make_call(provider: str, config: Config, tracer_provider: TracerProvider) -> Call:
+def make_call(provider: str, config: Config, tracer_provider: TracerProvider) -> Call:
     """A function making one chat call of ``provider`` through the canned transport."""
     http_client = httpx2.Client(transport=httpx2.MockTransport(canned_handler(provider)))
     if provider == "anthropic":
@@ -137,6 +138,23 @@ def _make_call(provider: str, config: Config, tracer_provider: TracerProvider) -
     return call_openai
 
 
+Providers = tuple[DroppingSpanProcessor, TracerProvider, InMemoryMetricReader, MeterProvider]
+
+
+def providers() -> Providers:
+    """The same SDK providers for every configuration, made global (the client's own span and
+    some instrumentations find theirs there): a counting, dropping span processor and an
+    in-memory metric reader that is never collected during timing."""
+    proc = DroppingSpanProcessor()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(proc)
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
+    trace.set_tracer_provider(tracer_provider)
+    metrics.set_meter_provider(meter_provider)
+    return proc, tracer_provider, reader, meter_provider
+
+
 def _span_summary(span: ReadableSpan) -> dict[str, Any]:
     attributes = dict(span.attributes or {})
     size = sum(len(k) + len(str(v)) for k, v in attributes.items())
@@ -145,6 +163,7 @@ def _span_summary(span: ReadableSpan) -> dict[str, Any]:
         "scope": span.instrumentation_scope.name if span.instrumentation_scope else "",
         "kind": span.kind.name,
         "attributes": len(attributes),
+        "keys": sorted(attributes),
         "attribute_bytes": size,
         "events": len(span.events),
         "links": len(span.links),
@@ -186,13 +205,7 @@ class Agent:
         collection before the timed call gives every call the same collector state, so a
         collection inside the call is due to the call's own allocations.
         """
-        if self.left == 0:
-            self.start_conversation(length, stream)
-        n = len(self.messages)
-        self.messages.extend(self.full[n : n + 2])
-        self.left -= 1
-        self.calls += 1
-        gc.collect()
+        self.next_messages(length, stream)
         if self.clock:
             self.clock.inner_ns = 0
         if self.profiler:
@@ -203,6 +216,18 @@ class Agent:
         if self.profiler:
             self.profiler.disable()
         return wall, cpu, self.clock.inner_ns if self.clock else 0
+
+    def next_messages(self, length: int, stream: bool) -> list[Message]:
+        """The next step's ``messages``: two more on the same list (a new conversation, with
+        its untimed first call, when this one has served its steps), the collector run."""
+        if self.left == 0:
+            self.start_conversation(length, stream)
+        n = len(self.messages)
+        self.messages.extend(self.full[n : n + 2])
+        self.left -= 1
+        self.calls += 1
+        gc.collect()
+        return self.messages
 
     def start_conversation(self, length: int, stream: bool) -> None:
         """A new conversation, and its first call (untimed)."""
@@ -294,22 +319,18 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "config": config.key,
         "provider": spec["provider"],
         "pass": spec["pass"],
+        # Where ours came from: an A/B of two checkouts (overhead_ab.py) checks it.
+        "package_path": str(Path(otel_compaction.__file__).resolve().parent),
     }
-    proc = DroppingSpanProcessor()
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(proc)
-    reader = InMemoryMetricReader()
-    meter_provider = MeterProvider(metric_readers=[reader])
-    trace.set_tracer_provider(tracer_provider)
-    metrics.set_meter_provider(meter_provider)
+    proc, tracer_provider, reader, meter_provider = providers()
     clock = InnerClock() if spec["provider"] == "anthropic" else None
     try:
         if clock:
             clock.install()
-        result["instrumentor_version"] = _instrument(
+        result["instrumentor_version"] = instrument(
             config, spec["provider"], tracer_provider, meter_provider
         )
-        call = _make_call(spec["provider"], config, tracer_provider)
+        call = make_call(spec["provider"], config, tracer_provider)
     except Exception as exc:  # noqa: BLE001 - a competitor that fails to load is a finding, not a crash
         result["error"] = f"{type(exc).__name__}: {exc}"
         result["traceback"] = traceback.format_exc(limit=6)

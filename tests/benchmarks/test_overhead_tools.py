@@ -1,0 +1,124 @@
+"""The overhead tools that reach into internals still find them, and the harness measures ours.
+
+The stages tool replaces internals of ``otel_compaction`` with timers, the own-time clock
+replaces the anthropic SDK's ``create`` and stream steps, and the A/B runs another checkout's
+package: each runs here in a subprocess (they patch what they touch), on the real anthropic
+client over the benchmark's canned transport.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import overhead_stages
+import pytest
+
+from otel_compaction import semconv as sc
+
+BENCHMARKS = Path(overhead_stages.__file__).resolve().parent
+ROOT = BENCHMARKS.parent
+
+
+def _python(script: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("stage", overhead_stages.STAGES, ids=lambda s: s.where)
+def test_every_stage_names_a_function_that_exists(stage: overhead_stages.Stage) -> None:
+    """Each stage of the stages tool resolves to a callable where the table says it is."""
+    _, _, fn = overhead_stages.resolve(stage)
+    assert callable(fn)
+
+
+def test_a_stage_that_moved_is_named() -> None:
+    """A stage whose function is gone is reported by its dotted name, not silently skipped."""
+    moved = overhead_stages.Stage("gone", "otel_compaction.instrument._begin", "no_such_function")
+    timers = overhead_stages.Timers()
+    with pytest.raises(overhead_stages.StageError, match=r"_begin\.no_such_function \(gone\)"):
+        timers.install([moved])
+
+
+@pytest.mark.slow
+def test_the_stages_tool_times_every_stage_of_a_call() -> None:
+    """Run on ours, every stage's timer fires (the call still goes through each name)."""
+    done = _python("overhead_stages.py", "--calls", "3", "--warmup", "2")
+    assert done.returncode == 0, done.stderr
+    for stage in overhead_stages.STAGES:
+        assert stage.label in done.stdout
+
+
+def _worker(tmp_path: Path, config: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
+    spec = {"config": config, "provider": "anthropic", "pass": 0, "seed": 1, "cells": cells}
+    spec_path, out_path = tmp_path / f"{config}.spec.json", tmp_path / f"{config}.out.json"
+    spec_path.write_text(json.dumps(spec))
+    done = _python("overhead_worker.py", str(spec_path), str(out_path))
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(out_path.read_text())
+    assert "error" not in result, result.get("traceback")
+    return result
+
+
+@pytest.mark.slow
+def test_the_worker_measures_ours_on_the_incremental_path(tmp_path: Path) -> None:
+    """Ours emits one span per timed call, the verified one continuing a conversation (a turn
+    after the untimed first call), and the SDK clock puts part of every call inside the SDK,
+    never all of it."""
+    cells = [{"stream": s, "length": 20, "warmup": 1, "calls": 4} for s in (False, True)]
+    result = _worker(tmp_path, "ours", cells)
+    assert Path(result["package_path"]) == ROOT / "otel_compaction"
+    assert result["metrics"][sc.METRIC_INSTRUMENTATION_ERRORS.name] == 0
+    for cell in result["cells"]:
+        assert cell["spans_per_call"] == 1
+        assert [s["turn_index"] > 1 for s in cell["verify"]] == [True]
+        assert all(0 < i < t for t, i in zip(cell["times_ns"], cell["inner_ns"], strict=True))
+
+
+@pytest.mark.slow
+def test_the_telemetry_floor_emits_ours_attributes(tmp_path: Path) -> None:
+    """(f) sets the same attribute keys on its span as ours does on a continuing call, so the
+    floor stays the cost of ours' telemetry when ours' attributes change."""
+    cells = [{"stream": False, "length": 20, "warmup": 1, "calls": 1}]
+    ours = _worker(tmp_path, "ours", cells)["cells"][0]["verify"]
+    floor = _worker(tmp_path, "telemetry_floor", cells)["cells"][0]["verify"]
+    assert [s["name"] for s in floor] == [s["name"] for s in ours]
+    assert [s["keys"] for s in floor] == [s["keys"] for s in ours]
+
+
+@pytest.mark.slow
+def test_the_ab_runs_another_checkout_of_the_package(tmp_path: Path) -> None:
+    """overhead_ab compares a copy of the package with this tree, each side's worker importing
+    its own checkout, and prints the paired difference."""
+    other = tmp_path / "before"
+    shutil.copytree(ROOT / "otel_compaction", other / "otel_compaction")
+    done = _python(
+        "overhead_ab.py", f"{other},{ROOT}", "--rounds", "2", "--lengths", "20", "--calls", "3",
+        "--json", str(tmp_path / "ab.json"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"{ROOT} - {other}, paired by round:" in done.stdout
+    figures = json.loads((tmp_path / "ab.json").read_text())["own_us_per_round"]
+    assert {name: len(by_cell["20 msgs"]) for name, by_cell in figures.items()} == {
+        str(other): 2,
+        str(ROOT): 2,
+    }
+
+
+def test_the_ab_refuses_a_side_that_is_neither_a_checkout_nor_a_configuration(
+    tmp_path: Path,
+) -> None:
+    """A path without otel_compaction/ or an unknown key stops the A/B before any round."""
+    done = _python("overhead_ab.py", f"{tmp_path},official", "--rounds", "1")
+    assert done.returncode == 2
+    assert "neither a checkout with otel_compaction/ nor one of" in done.stderr
