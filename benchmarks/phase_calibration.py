@@ -11,8 +11,8 @@ default settings or ``--set name=value`` overrides:
 ``--sweep`` reruns the veto share over a grid of the hold settings, the
 calibration behind their defaults (``docs/signals.md``). Run from the repository root::
 
-    .venv/bin/python benchmarks/phase_calibration.py tests/data/calibration-set/*.jsonl \\
-        tests/data/real-sessions/*.jsonl
+    benchmarks/run phase-calibration tests/data/calibration-set/*.jsonl \\
+        tests/data/real-sessions/*.jsonl [--sweep]
 """
 
 from __future__ import annotations
@@ -109,7 +109,9 @@ def sweep(paths: Sequence[Path]) -> str:
         "|---|---|---|---|",
     ]
     for confidence, turns in itertools.product((0.8, 0.85, 0.9, 0.95), (2, 3, 6)):
-        s = Settings(phase_hold_confidence=confidence, phase_hold_turns=turns)
+        s = Settings.model_validate(
+            {"phase_hold_confidence": confidence, "phase_hold_turns": turns}
+        )
         found = rows(paths, s)
         total = sum(r.turns for r in found)
         veto = sum(r.veto for r in found)
@@ -125,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sweep", action="store_true", help="also sweep the hold settings")
     args = parser.parse_args(argv)
     paths = sorted(args.paths)
-    found = rows(paths, Settings())
+    found = rows(paths, Settings.model_validate({}))
     print(table(found))
     for r in found:
         for line in r.boundaries:

@@ -6,23 +6,29 @@ times ``SnapshotStore.save`` (encode, write, fsync, rename) and
 ``SnapshotStore.load`` (read, check, decode, rebuild) in CPU and wall time,
 best of ``--rounds``. Run it with
 
-    .venv/bin/python benchmarks/state_snapshot.py --conversations 10000
+    benchmarks/run snapshot [--conversations 10000] [--json benchmarks/results/state_snapshot.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from otel_compaction.config import Settings
 from otel_compaction.model import CompactionObservation, TurnObservation
 from otel_compaction.processor.snapshot import SnapshotStore
 from otel_compaction.processor.state import ConversationState
 from otel_compaction.semconv import CompactionSource
+
+T = TypeVar("T")
 
 
 def _filled(n: int, settings: Settings) -> ConversationState:
@@ -48,19 +54,21 @@ def _filled(n: int, settings: Settings) -> ConversationState:
     return state
 
 
-def _timed(fn: object) -> tuple[float, float, object]:
+def _timed(fn: Callable[[], T]) -> tuple[float, float, T]:
     wall, cpu = time.perf_counter(), time.process_time()
-    result = fn()  # type: ignore[operator]
+    result = fn()
     return time.perf_counter() - wall, time.process_time() - cpu, result
 
 
 def main(argv: list[str] | None = None) -> int:
     """Print the figures as JSON."""
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--conversations", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
-    settings = Settings(max_conversations=max(args.conversations, 1))
+    settings = Settings.model_validate({"max_conversations": max(args.conversations, 1)})
+    load = os.getloadavg()
     state = _filled(args.conversations, settings)
     saves, loads, size = [], [], 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -68,10 +76,11 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.rounds):
             wall, cpu, saved = _timed(lambda: store.save(state))
             saves.append((wall, cpu))
-            size = saved.size  # type: ignore[attr-defined]
+            size = saved.size
             fresh = ConversationState(settings)
             wall, cpu, restored = _timed(lambda: store.load(fresh))  # noqa: B023
-            assert restored == args.conversations, restored
+            if restored != args.conversations:
+                raise SystemExit(f"restored {restored} of {args.conversations} conversations")
             loads.append((wall, cpu))
     out = {
         "conversations": args.conversations,
@@ -82,8 +91,15 @@ def main(argv: list[str] | None = None) -> int:
         "load_wall_s": round(min(w for w, _ in loads), 3),
         "load_cpu_s": round(min(c for _, c in loads), 3),
         "python": sys.version.split()[0],
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "command": " ".join(["benchmarks/run snapshot", *(sys.argv[1:] if argv is None else argv)]),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "load_average": {"before": load, "after": os.getloadavg()},
     }
-    print(json.dumps(out, indent=2))
+    text = json.dumps(out, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
     return 0
 
 

@@ -74,3 +74,21 @@ def test_the_report_states_each_target_from_the_rounds(bench: dict[str, ModuleTy
     text = bench["report"].markdown(results)
     assert "Throughput target (B per CPU second ≥ A): **met**" in text
     assert "Latency target (B's p99 ≤ A's): **met**" in text
+
+
+def test_the_profile_stages_name_functions_that_exist(bench: dict[str, ModuleType]) -> None:
+    """``--profile`` attributes samples to processor internals: each still exists where named
+    (a class's stage matches any of its methods)."""
+    frames = bench["report"].stage_frames()
+    assert list(frames) == list(bench["report"].STAGES)
+    assert frames["forwarding (queue reads, gRPC client)"] == "Forwarder."
+
+
+def test_a_profile_stage_that_moved_is_named(
+    bench: dict[str, ModuleType], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stage whose method is gone stops the profile with its dotted name."""
+    stages = {"gone": ("otel_compaction.processor.pipeline", "Pipeline.no_such_method")}
+    monkeypatch.setattr(bench["report"], "STAGES", stages)
+    with pytest.raises(LookupError, match=r"pipeline\.Pipeline\.no_such_method \(gone\)"):
+        bench["report"].stage_frames()
