@@ -26,7 +26,6 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict
-from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -35,8 +34,8 @@ from overhead_configs import BY_KEY, CONFIGS, PROVIDERS
 from overhead_markdown import render, render_targets, update_doc, update_targets
 from overhead_report import summarize
 from overhead_targets import evaluate_targets
+from run_meta import ROOT, commit, now
 
-ROOT = Path(__file__).resolve().parent.parent
 WORKER = Path(__file__).resolve().parent / "overhead_worker.py"
 # (warm-up steps, timed calls) per pass, by provider and history length; the lengths of a
 # provider's plan are its default lengths. The openai SDK alone takes ~0.36 s per call at 2,000
@@ -268,21 +267,10 @@ def _shown(path: Path) -> str:
     return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
 
 
-def commit(tree: Path = ROOT) -> str:
-    """The checkout measured: its commit, ``+changes`` when the work tree differs from it."""
-
-    def git(*argv: str) -> str:
-        done = subprocess.run(["git", *argv], cwd=tree, capture_output=True, text=True)
-        return done.stdout.strip() if done.returncode == 0 else ""
-
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
-
-
 def describe(args: argparse.Namespace, argv: list[str] | None) -> dict[str, Any]:
     """Machine, versions and plan of this run (the ``meta`` of the results)."""
     return {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": now(),
         "command": " ".join(["benchmarks/run overhead", *(sys.argv[1:] if argv is None else argv)]),
         "commit": commit(),
         "uname": " ".join(part for part in platform.uname() if part),

@@ -36,8 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from instrumentation_overhead import PLAN, ROOT, commit, run_worker
+from instrumentation_overhead import PLAN, run_worker
 from overhead_configs import BY_KEY
+from run_meta import ROOT, commit, now
 
 CellKey = tuple[bool, int]  # stream, length
 
@@ -171,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(lines))
     if args.json:
         meta = {
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "date": now(),
             "command": " ".join(["benchmarks/run overhead-ab", *(argv or sys.argv[1:])]),
             "uname": " ".join(platform.uname()),
             "nproc": os.cpu_count(),

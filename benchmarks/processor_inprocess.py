@@ -41,6 +41,7 @@ from google.protobuf import __version__ as protobuf_version
 from google.protobuf.internal import api_implementation
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from processor_payloads import count_spans, payloads
+from run_meta import commit, now
 
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
@@ -237,6 +238,8 @@ def machine() -> dict[str, Any]:
         "load_average": os.getloadavg()[0],
         "python": platform.python_version(),
         "protobuf": f"{protobuf_version} ({api_implementation.Type()})",
+        "date": now(),
+        "commit": commit(),
     }
 
 
@@ -262,7 +265,8 @@ def markdown(results: dict[str, Any]) -> str:
     holders = "\n".join(f"| `{name}` | {size:,.0f} |" for name, size in mem["top"])
     return "\n".join([
         BEGIN,
-        f"Measured on {m['cpu']}, {m['cores']} cores shared with other work (load average "
+        (f"Run {m['date']} at commit {m['commit']}, `{RESULTS_SHOWN}`. " if "commit" in m else "")
+        + f"Measured on {m['cpu']}, {m['cores']} cores shared with other work (load average "
         f"{m['load_average']:.1f} at the start), Python {m['python']}, protobuf {m['protobuf']}; "
         f"{results['payload']['spans']:,} spans in {results['payload']['requests']} requests, "
         f"{results['payload']['bytes_per_span']:.0f} bytes per span. Rates are spans per CPU "

@@ -56,6 +56,7 @@ import yaml
 from otlp_harness import Requests, Running, Sink, System, latencies, peak
 from processor_inprocess import full_path
 from processor_payloads import SPANS_PER_REQUEST, count_spans, payloads
+from run_meta import commit, now
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "benchmarks.md"
@@ -264,7 +265,7 @@ def machine(otelcol: str) -> dict[str, Any]:
     version = subprocess.run([otelcol, "--version"], capture_output=True, text=True).stdout
     return {"cpu": cpu, "cores": os.cpu_count(), "load_average": os.getloadavg(),
             "python": platform.python_version(), "collector": version.strip(),
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}  # fmt: skip
+            "date": now(), "commit": commit()}  # fmt: skip
 
 
 def measure(quick: bool) -> dict[str, Any]:
@@ -333,7 +334,8 @@ def markdown(results: dict[str, Any]) -> str:
     load = ", ".join(f"{x:.1f}" for x in m["load_average"])
     return "\n".join([
         BEGIN,
-        f"Run {m['date']} on {m['cpu']}, {m['cores']} vCPUs shared with other agents (load average "
+        f"Run {m['date']}" + (f" at commit {m['commit']}" if "commit" in m else "")
+        + f" on {m['cpu']}, {m['cores']} vCPUs shared with other agents (load average "
         f"{load} at the start), Python {m['python']}, {m['collector']}. Each system pinned to one "
         f"core, load and sink on the other; {results['rounds']} rounds, interleaved, a fresh "
         f"process per run; figures are the median of the rounds (lowest–highest in brackets). "

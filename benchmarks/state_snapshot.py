@@ -22,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from run_meta import commit, now
+
 from otel_compaction.config import Settings
 from otel_compaction.model import CompactionObservation, TurnObservation
 from otel_compaction.processor.snapshot import SnapshotStore
@@ -91,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         "load_wall_s": round(min(w for w, _ in loads), 3),
         "load_cpu_s": round(min(c for _, c in loads), 3),
         "python": sys.version.split()[0],
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "date": now(),
+        "commit": commit(),
         "command": " ".join(["benchmarks/run snapshot", *(sys.argv[1:] if argv is None else argv)]),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "load_average": {"before": load, "after": os.getloadavg()},
