@@ -15,8 +15,8 @@ Every round runs one worker process (``overhead_worker.py``, the benchmark's own
 a shuffled order, anthropic, non-streaming (``--stream``: streaming too), the cells in the
 same order for every side. Per side and cell the figure is the median over rounds of each
 process's median own time (call time minus time inside the SDK, as in the benchmark's
-own-time table); for each side after the first, the median and quartiles of its per-round
-differences from the first side, and the ratio of the medians. Rounds run every side within a
+own-time table); for every pair of sides (the later one minus the earlier), the median and
+quartiles of the per-round differences, and the ratio of the medians. Rounds run every side within a
 minute or two, so the machine's drift between rounds cancels in the paired differences.
 """
 
@@ -113,7 +113,7 @@ def paired(side: Sequence[float], base: Sequence[float]) -> tuple[float, float, 
 
 
 def report(sides: Sequence[Side], results: dict[str, dict[CellKey, list[float]]]) -> list[str]:
-    """One line per side and cell; paired differences and ratios against the first side."""
+    """One line per side and cell; then every pair of sides, the later one minus the earlier."""
     lines = []
     for side in sides:
         for key, values in results[side.name].items():
@@ -121,17 +121,23 @@ def report(sides: Sequence[Side], results: dict[str, dict[CellKey, list[float]]]
                 f"{side.name:30s} {_label(key):22s} {statistics.median(values):7.1f} µs "
                 f"(min {min(values):7.1f})"
             )
-    base = sides[0]
-    for side in sides[1:]:
-        lines.append(f"{side.name} - {base.name}, paired by round:")
-        for key, values in results[side.name].items():
-            other = results[base.name][key]
-            median, q1, q3 = paired(values, other)
-            ratio = statistics.median(values) / statistics.median(other)
-            lines.append(
-                f"  {_label(key):22s} {median:+7.1f} µs (IQR {q1:+.1f}…{q3:+.1f}), "
-                f"ratio of medians {ratio:.2f}"
-            )
+    for i, side in enumerate(sides):
+        for base in sides[:i]:
+            lines += _pair(side, base, results)
+    return lines
+
+
+def _pair(side: Side, base: Side, results: dict[str, dict[CellKey, list[float]]]) -> list[str]:
+    """``side - base`` per cell: median and quartiles of the rounds, and the ratio of medians."""
+    lines = [f"{side.name} - {base.name}, paired by round:"]
+    for key, values in results[side.name].items():
+        other = results[base.name][key]
+        median, q1, q3 = paired(values, other)
+        ratio = statistics.median(values) / statistics.median(other)
+        lines.append(
+            f"  {_label(key):22s} {median:+7.1f} µs (IQR {q1:+.1f}…{q3:+.1f}), "
+            f"ratio of medians {ratio:.2f}"
+        )
     return lines
 
 
