@@ -209,9 +209,14 @@ def memory_per_conversation(count: int) -> dict[str, Any]:
     return {
         "conversations": tracked,
         "bytes_per_conversation": kept / max(tracked, 1),
-        "top": [(str(s.traceback[0].filename).split("site-packages/")[-1].split("main/")[-1],
-                 s.size / max(tracked, 1)) for s in top],
+        "top": [(_source(s.traceback[0].filename), s.size / max(tracked, 1)) for s in top],
     }  # fmt: skip
+
+
+def _source(filename: str) -> str:
+    """A file's path from the package's folder on (``otel_compaction/...``), wherever it is."""
+    at = filename.rfind("otel_compaction/")
+    return filename[at:] if at >= 0 else filename.split("site-packages/")[-1]
 
 
 # ------------------------------------------------------------------------ main
@@ -262,7 +267,7 @@ def markdown(results: dict[str, Any]) -> str:
         of_python = "–" if name == "decode_only" else f"{rate / python:.0%}"
         rows.append(f"| {label} | {rate:,.0f} ({worst:,.0f}) | {rate / floor:.1%} "
                     f"| {of_python} |")  # fmt: skip
-    holders = "\n".join(f"| `{name}` | {size:,.0f} |" for name, size in mem["top"])
+    holders = "\n".join(f"| `{_source(name)}` | {size:,.0f} |" for name, size in mem["top"])
     return "\n".join([
         BEGIN,
         (f"Run {m['date']} at commit {m['commit']}, `{RESULTS_SHOWN}`. " if "commit" in m else "")
