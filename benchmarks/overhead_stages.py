@@ -1,6 +1,6 @@
 """Where ours' own time goes: the stages of one instrumented call, timed in the call.
 
-    benchmarks/run stages [--length 20] [--calls 400] [--count-calls]
+    benchmarks/run stages [--length 20,2000] [--calls 400] [--count-calls] [--json FILE]
 
 Runs the benchmark's agent (``overhead_worker.Agent``: the same client, transport and
 histories as the overhead benchmark) with ours, anthropic, non-streaming, and replaces the
@@ -24,12 +24,15 @@ import argparse
 import functools
 import gc
 import importlib
+import json
+import os
 import statistics
 import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -37,6 +40,7 @@ import overhead_worker as worker
 from overhead_clock import InnerClock
 from overhead_configs import BY_KEY
 from overhead_history import anthropic_history
+from run_meta import commit, now
 
 _CALL = "otel_compaction.instrument._call"
 
@@ -162,18 +166,27 @@ class CallCounter:
             self.calls[who] = self.calls.get(who, 0) + 1
 
 
-def run(length: int, calls: int, warmup: int, count_calls: bool) -> list[str]:
-    """Time ``calls`` calls at ``length`` messages; the report's lines."""
+def setup(count_calls: bool) -> tuple[InnerClock, worker.Call, Timers]:
+    """Ours instrumented on the benchmark's providers, the SDK clock and the stage timers."""
     _, tracer_provider, _, meter_provider = worker.providers()
     clock = InnerClock(time.thread_time_ns)
     clock.install()
     config = BY_KEY["ours"]
     worker.instrument(config, "anthropic", tracer_provider, meter_provider)
-    timers, counter = Timers(), CallCounter()
+    timers = Timers()
     if not count_calls:
         timers.install(STAGES)  # after instrumenting, so ours' wrappers call the timed ones
-    call = worker.make_call("anthropic", config, tracer_provider)
-    agent = worker.Agent(call, anthropic_history, "s", clock)
+    return clock, worker.make_call("anthropic", config, tracer_provider), timers
+
+
+def run(
+    length: int, calls: int, warmup: int, counter: CallCounter | None, parts: tuple[Any, ...]
+) -> dict[str, Any]:
+    """Time ``calls`` calls at ``length`` messages: own time, and per stage or call counts."""
+    clock, call, timers = parts
+    timers.totals.clear()
+    timers.hits.clear()
+    agent = worker.Agent(call, anthropic_history, f"s{length}", clock)
     for _ in range(warmup):
         agent.step(length, False)
     gc.collect()
@@ -184,30 +197,43 @@ def run(length: int, calls: int, warmup: int, count_calls: bool) -> list[str]:
         timers.on = True
         clock.inner_ns = 0
         start = time.thread_time_ns()
-        if count_calls:
+        if counter is not None:
             sys.setprofile(counter)
         agent.call(messages, False)
         sys.setprofile(None)
         own.append(time.thread_time_ns() - start - clock.inner_ns)
         timers.on = False
-    if count_calls:
-        head = f"ours, {length} messages, Python function calls per LLM call"
-        return [head, *(f"  {w:40s} {n / calls:7.1f}" for w, n in sorted(counter.calls.items()))]
+    if counter is not None:
+        calls_per = {who: n / calls for who, n in sorted(counter.calls.items())}
+        counter.calls.clear()
+        return {"length": length, "calls": calls, "python_calls_per_llm_call": calls_per}
     timers.check(STAGES)
+    ranked = sorted(timers.totals.items(), key=lambda kv: -kv[1])
+    return {
+        "length": length,
+        "calls": calls,
+        "own_us_median": statistics.median(own) / 1e3,
+        "stages_us_mean": {name: total / calls / 1e3 for name, total in ranked},
+    }
+
+
+def lines(result: dict[str, Any]) -> list[str]:
+    """The printed report of one length."""
+    if "python_calls_per_llm_call" in result:
+        head = f"ours, {result['length']} messages, Python function calls per LLM call"
+        counts = result["python_calls_per_llm_call"].items()
+        return [head, *(f"  {who:40s} {n:7.1f}" for who, n in counts)]
     return [
-        f"ours, {length} messages, {calls} calls, thread CPU time",
-        f"  {'own time per call (median)':40s} {statistics.median(own) / 1e3:7.1f} µs",
-        *(
-            f"  {name:40s} {total / calls / 1e3:7.1f} µs"
-            for name, total in sorted(timers.totals.items(), key=lambda kv: -kv[1])
-        ),
+        f"ours, {result['length']} messages, {result['calls']} calls, thread CPU time",
+        f"  {'own time per call (median)':40s} {result['own_us_median']:7.1f} µs",
+        *(f"  {name:40s} {us:7.1f} µs" for name, us in result["stages_us_mean"].items()),
     ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the stages (or the call counts); 1 with the names when a stage moved."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--length", type=int, default=20, help="messages per call (default 20)")
+    parser.add_argument("--length", default="20", help="messages per call, e.g. 20,2000")
     parser.add_argument("--calls", type=int, default=400, help="timed calls (default 400)")
     parser.add_argument("--warmup", type=int, default=20, help="untimed steps first (default 20)")
     parser.add_argument(
@@ -215,16 +241,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="count the Python function calls per LLM call (ours, the OTel API and SDK) instead",
     )
+    parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
-    if args.length < 4 or args.calls < 1:
+    lengths = [int(n) for n in args.length.split(",")]
+    if min(lengths) < 4 or args.calls < 1:
         parser.error("--length must be at least 4 and --calls at least 1")
     warnings.simplefilter("ignore")
+    results = []
     try:
-        lines = run(args.length, args.calls, args.warmup, args.count_calls)
+        parts = setup(args.count_calls)
+        for length in lengths:
+            counter = CallCounter() if args.count_calls else None
+            results.append(run(length, args.calls, args.warmup, counter, parts))
+            print("\n".join(lines(results[-1])), flush=True)
     except StageError as exc:
         print(f"overhead_stages: {exc}", file=sys.stderr)
         return 1
-    print("\n".join(lines))
+    if args.json:
+        command = " ".join(["benchmarks/run stages", *(sys.argv[1:] if argv is None else argv)])
+        meta = {"date": now(), "commit": commit(), "command": command, "load": os.getloadavg()}
+        args.json.write_text(json.dumps({"meta": meta, "runs": results}, indent=1) + "\n")
     return 0
 
 
