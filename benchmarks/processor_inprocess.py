@@ -41,7 +41,7 @@ from google.protobuf import __version__ as protobuf_version
 from google.protobuf.internal import api_implementation
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from processor_payloads import count_spans, payloads
-from run_meta import commit, now
+from run_meta import commit, now, replace_block, results_file
 
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
@@ -298,9 +298,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 def write_docs(results: dict[str, Any]) -> None:
     """Replace the generated block of ``docs/benchmarks.md`` (it must exist)."""
-    text = DOCS.read_text(encoding="utf-8")
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    DOCS.write_text(text[:start] + markdown(results) + text[end:], encoding="utf-8")
+    replace_block(DOCS, BEGIN, END, markdown(results))
 
 
 def measure(quick: bool) -> dict[str, Any]:
@@ -343,8 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         results["memory"]["top"] = [tuple(t) for t in results["memory"]["top"]]
     else:
         results = measure(args.quick)
-        scratch = args.quick or args.no_doc
-        path = args.json or (Path(tempfile.gettempdir()) / RESULTS.name if scratch else RESULTS)
+        path = results_file(args.json, RESULTS, scratch=args.quick or args.no_doc)
         path.write_text(json.dumps(results, indent=2))
         print(f"wrote {path}")
     if not args.no_doc and (args.from_json or not args.quick):

@@ -56,7 +56,7 @@ import yaml
 from otlp_harness import Requests, Running, Sink, System, latencies, peak
 from processor_inprocess import full_path
 from processor_payloads import SPANS_PER_REQUEST, count_spans, payloads
-from run_meta import commit, now
+from run_meta import commit, now, replace_block, results_file
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "benchmarks.md"
@@ -369,9 +369,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 def write_docs(results: dict[str, Any]) -> None:
     """Replace the generated block of ``docs/benchmarks.md`` (it must exist)."""
-    text = DOCS.read_text(encoding="utf-8")
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    DOCS.write_text(text[:start] + markdown(results) + text[end:], encoding="utf-8")
+    replace_block(DOCS, BEGIN, END, markdown(results))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -393,8 +391,7 @@ def main(argv: list[str] | None = None) -> int:
         results = json.loads(args.from_json.read_text())
     else:
         results = measure(args.quick)
-        scratch = args.quick or args.no_doc
-        path = args.json or (Path(tempfile.gettempdir()) / RESULTS.name if scratch else RESULTS)
+        path = results_file(args.json, RESULTS, scratch=args.quick or args.no_doc)
         path.write_text(json.dumps(results, indent=2))
         print(f"wrote {path}")
     print(markdown(results))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,3 +24,18 @@ def commit(tree: Path = ROOT) -> str:
 def now() -> str:
     """The time of the run, as the docs print it."""
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+
+
+def results_file(given: Path | None, default: Path, scratch: bool) -> Path:
+    """Where a run writes its results: ``given``, else ``default`` (under benchmarks/results),
+    or the same name in the temp dir for a smoke run, whose numbers are not results."""
+    if given is not None:
+        return given
+    return Path(tempfile.gettempdir()) / default.name if scratch else default
+
+
+def replace_block(doc: Path, begin: str, end: str, block: str) -> None:
+    """Replace the text from ``begin`` to ``end`` (both kept in ``block``) in ``doc``."""
+    text = doc.read_text(encoding="utf-8")
+    start, stop = text.index(begin), text.index(end) + len(end)
+    doc.write_text(text[:start] + block + text[stop:], encoding="utf-8")
