@@ -8,9 +8,13 @@ one, delete its entry: the cell reaches 100% and the doc stops naming it.
 
 from __future__ import annotations
 
-WHOLE = (
-    "a whole-history replacement (one summary message, task included) is not seen as a "
-    "compaction: the call starts a new conversation at turn 1 (issue 18, item 3)."
+WHOLE_ONE_CALL = (
+    "one summary in place of the whole history one call after the task: the tracker saw the "
+    "task and one reply only (the tool output the summary reports was never sent), so a "
+    "summary that does not restate the task whole carries nothing a fresh task written from "
+    "the same template would not, and stays a new conversation "
+    "(docs/instrumentation.md#conversations); one that restates it keeps what was dropped, "
+    "so the rule calls it extractive where the harness says lossy."
 )
 ONE_CALL = (
     "a compaction one call after the previous request is missed: `[task]` then `[task, S1]` "
@@ -23,9 +27,10 @@ TWINS = (
     "twin that kept as much (docs/instrumentation.md#conversations)."
 )
 CLEARING = (
-    "a tool result cleared or shortened by mutating the same dict between calls is not "
-    "seen: the tracker's copy of the previous request holds the same dict, so the edited "
-    "message still compares equal and the call reads as a plain extension (issue 18, item 5)."
+    "a tool result shortened in place is looked for only when the measured context falls "
+    "below the last one plus 75% of the new messages' estimate (REREAD_SHARE, so a "
+    "prose-heavy agent is not reread every call): a clear smaller than a quarter of what the "
+    "call adds is hidden in that margin."
 )
 FOLLOWS_FOUND = "follows found: a compaction that is not found has no outcome to score."
 BOUNDARY_TRUTH = (
@@ -58,26 +63,17 @@ KNOWN_LIMITS: dict[tuple[str, str], str] = {
         "fewer compactions ineffective (see ineffective)."
     ),
     # classes whose misses have a cause of their own
-    ("whole_history", "found"): WHOLE,
-    ("whole_history", "mode"): WHOLE,
-    ("whole_history", "generation"): WHOLE,
-    ("whole_history", "conversation"): WHOLE,
-    ("whole_history", "boundary_compaction"): WHOLE,
-    ("interleaved_no_ids", "found"): WHOLE,
-    ("interleaved_no_ids", "mode"): WHOLE,
-    ("interleaved_no_ids", "conversation"): WHOLE,
-    ("interleaved_no_ids", "generation"): WHOLE,
     ("livelock_run", "found"): ONE_CALL,
     ("livelock_run", "mode"): ONE_CALL,
     ("livelock_run", "generation"): ONE_CALL,
     ("livelock_run", "conversation"): ONE_CALL,
-    ("fixed_prefix", "found"): f"{ONE_CALL} With one summary message in place of all: {WHOLE}",
-    ("fixed_prefix", "mode"): NOT_FOUND,
+    ("fixed_prefix", "found"): f"{ONE_CALL} With one summary in place of all: {WHOLE_ONE_CALL}",
+    ("fixed_prefix", "mode"): f"{NOT_FOUND} {WHOLE_ONE_CALL}",
     ("fixed_prefix", "generation"): NOT_FOUND,
     (
         "fixed_prefix",
         "conversation",
-    ): f"{ONE_CALL} With one summary message in place of all: {WHOLE}",
+    ): f"{ONE_CALL} With one summary in place of all: {WHOLE_ONE_CALL}",
     ("fixed_prefix", "boundary_compaction"): NOT_FOUND,
     ("fixed_prefix", "reexpansion_livelock"): NOT_FOUND,
     ("fixed_prefix", "ineffective_compaction"): NOT_FOUND,

@@ -11,6 +11,7 @@ caller's call goes on untouched.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Sequence
@@ -37,6 +38,13 @@ from otel_compaction.model import TurnAnalysis, TurnObservation
 _ENDING = threading.Lock()
 """Makes ``finish`` run once per call (held for a flag's test and set only: one lock for
 all calls rather than one built per call)."""
+
+
+REREAD_SHARE = 0.75
+"""A call that only extended its history is read again when its measured context is below
+the last one plus this share of the new messages' estimate: an estimate (four characters a
+token) runs up to a fifth above a real tokenizer's count on plain prose, so a smaller share
+would reread on every call of a prose-heavy agent, and a larger one misses small clears."""
 
 
 class InferenceCall:
@@ -119,6 +127,8 @@ class InferenceCall:
                 analyzer = self._analyzer()
             except Exception:  # noqa: BLE001 - never break the host: logged once, counted
                 guard.failed("analysis")
+            if analyzer is not None and response is not None:
+                self._reread(analyzer, response)
             if analyzer is not None and self._reveals_compactions(response):
                 observe_compactions(self, analyzer, response)
             try:
@@ -134,6 +144,29 @@ class InferenceCall:
                 self._end(error)
             except Exception:  # noqa: BLE001 - never break the host: logged once, counted
                 guard.failed("response")
+
+    def _reread(self, analyzer: ConversationAnalyzer, response: ResponseInfo) -> None:
+        """A context measured smaller than the last one plus most of what is new, on a call
+        that only extended its history: the caller may have shortened messages in place
+        (the tracker's copy holds the same objects, so the extension looked plain). Read
+        the history again; a prune found becomes this call's rewrite."""
+        placement = self.placement
+        if placement is None or placement.rewrite is not None or placement.first:
+            return
+        last, measured = analyzer.pressure, response.input_tokens
+        if last is None or measured is None or self.conversation is None:
+            return
+        added = tokens(sum([f.chars for f in placement.new_facts]))
+        if measured >= last.context_tokens + added * REREAD_SHARE:
+            return
+        try:
+            found = self.runtime.history.reread(self.conversation.id)
+        except Exception:  # noqa: BLE001 - never break the host: logged once, counted
+            self.runtime.guard.failed("analysis")
+            return
+        if found is not None:
+            rewrite, chars = found
+            self.placement = dataclasses.replace(placement, rewrite=rewrite, context_chars=chars)
 
     def _reveals_compactions(self, response: ResponseInfo | None) -> bool:
         """Whether ``observe_compactions`` has anything to look at (most calls: no)."""

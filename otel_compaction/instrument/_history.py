@@ -47,7 +47,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_compaction.instrument._messages import MessageFacts, describe, fingerprint, text_of
-from otel_compaction.instrument._rewrite import Rewrite, infer_rewrite, replaced_whole
+from otel_compaction.instrument._rewrite import (
+    Rewrite,
+    edited_in_place,
+    infer_rewrite,
+    replaced_whole,
+)
 from otel_compaction.lineage.text import survival
 from otel_compaction.signals.tokens import CHARS_PER_TOKEN
 
@@ -274,6 +279,26 @@ class HistoryTracker:
             history = self._by_id.get(conversation_id)
             if history is not None:
                 history.expected = tuple(messages)
+
+    def reread(self, conversation_id: str) -> tuple[Rewrite, int] | None:
+        """Read the conversation's last request again, message by message: when the caller
+        shortened some of its messages in place since they were described (a tool result
+        cleared by mutating its dict), the prune that shows and the request's characters
+        now; None when nothing got shorter. Costs a walk of the whole history, so the
+        caller asks only when the measured context says it shrank."""
+        with self._lock:
+            history = self._by_id.get(conversation_id)
+            if history is None:
+                return None
+            now = [describe(m) for m in history.messages]
+            rewrite = edited_in_place(history.facts, now)
+            if rewrite is None:
+                return None
+            chars = sum(f.chars for f in now)
+            self._retained_chars += chars - history.chars
+            history.facts, history.chars = now, chars
+            self._stale[conversation_id] = None
+            return rewrite, chars
 
     def remember_summary(self, conversation_id: str, text: str) -> None:
         """A compaction summary of the conversation: a request carrying it continues it."""

@@ -158,6 +158,26 @@ def head_replaced(
     )
 
 
+def edited_in_place(old: Sequence[MessageFacts], now: Sequence[MessageFacts]) -> Rewrite | None:
+    """The same message objects read again after the caller changed some in place:
+    a ``prune`` when some got shorter (their old text is gone, so nothing is dropped
+    but characters), None when none did."""
+    shorter = [(a, b) for a, b in zip(old, now, strict=True) if b.chars < a.chars]
+    if not shorter:
+        return None
+    return Rewrite(
+        mode=CompactionMode.PRUNE,
+        trigger=TRIGGER_CLEARED,
+        dropped=(),
+        inserted=(),
+        retained=(),
+        dropped_chars=sum(a.chars - b.chars for a, b in shorter),
+        inserted_chars=0,
+        retained_chars=_chars(now),
+        new_start=len(now),
+    )
+
+
 def replaced_whole(
     old: Sequence[MessageFacts],
     new: Sequence[MessageFacts],
