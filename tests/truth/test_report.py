@@ -52,7 +52,7 @@ def test_the_tables_name_every_class_and_each_cell_below_100_percent(tmp_path: P
     assert "| whole_history | 1 | **— / 0** |" in text
     assert "| fresh_task | 1 | — / — |" in text
     assert "| x | 1 | 100 / 100 |" in text
-    assert "`whole_history` / found (**— / 0**): a whole-history replacement" in text
+    assert "`whole_history` / found (**— / 0**): (no known limit recorded: investigate)" in text
     assert "Seed: `7:whole_history:0 fn (a, 3, True)`" in text
     assert "`livelock_run` / determinism (0 of 1 identical): spans differ between" in text
     assert "`x` / found" not in text
