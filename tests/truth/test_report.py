@@ -43,17 +43,17 @@ def _results(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def test_the_tables_name_every_class_and_each_cell_below_100_percent(tmp_path: Path) -> None:
     """Rendered tables hold one row per class and a known-limit line per missed cell."""
-    runs = [_run("livelock_run", [1, 0, 0]), _run("whole_history", [0, 0, 2])]
+    runs = [_run("livelock_run", [1, 0, 0]), _run("fixed_prefix", [0, 0, 2])]
     runs += [_run("fresh_task", [0, 0, 0]), _run("x", [1, 0, 0])]
     summary = aggregate(_results(runs))
     text = render(summary, _results(runs))
     assert text.startswith(BEGIN)
     assert text.endswith(END)
-    assert "| whole_history | 1 | **— / 0** |" in text
+    assert "| fixed_prefix | 1 | **— / 0** |" in text
     assert "| fresh_task | 1 | — / — |" in text
     assert "| x | 1 | 100 / 100 |" in text
-    assert "`whole_history` / found (**— / 0**): (no known limit recorded: investigate)" in text
-    assert "Seed: `7:whole_history:0 fn (a, 3, True)`" in text
+    assert "`fixed_prefix` / found (**— / 0**): a compaction one call after" in text
+    assert "Seed: `7:fixed_prefix:0 fn (a, 3, True)`" in text
     assert "`livelock_run` / determinism (0 of 1 identical): spans differ between" in text
     assert "`x` / found" not in text
     assert "| anthropic | 4 |" in text
