@@ -26,7 +26,7 @@ from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.emit.attributes import transition_event_attributes, turn_attributes
 from otel_compaction.instrument import _scope as scope
 from otel_compaction.instrument._api import RequestInfo, ResponseInfo
-from otel_compaction.instrument._compactions import observe_compactions, tokens
+from otel_compaction.instrument._compactions import observe_compactions
 from otel_compaction.instrument._content import inference_content
 from otel_compaction.instrument._history import Placement
 from otel_compaction.instrument._messages import fingerprint
@@ -34,6 +34,7 @@ from otel_compaction.instrument._runtime import Runtime
 from otel_compaction.instrument._scope import ConversationRef
 from otel_compaction.instrument._spans import emit_settled, end_with_error, response_attributes
 from otel_compaction.model import TurnAnalysis, TurnObservation
+from otel_compaction.signals.tokens import tokens_for_chars as tokens
 
 _ENDING = threading.Lock()
 """Makes ``finish`` run once per call (held for a flag's test and set only: one lock for
@@ -42,9 +43,10 @@ all calls rather than one built per call)."""
 
 REREAD_SHARE = 0.75
 """A call that only extended its history is read again when its measured context is below
-the last one plus this share of the new messages' estimate: an estimate (four characters a
-token) runs up to a fifth above a real tokenizer's count on plain prose, so a smaller share
-would reread on every call of a prose-heavy agent, and a larger one misses small clears."""
+the last one plus this share of the new messages' estimate. The estimate (four characters
+a token, :mod:`otel_compaction.signals.tokens`) is within about 30% of a real tokenizer's
+count; 0.75 is about 1/1.3, so an estimate running 30% high still rereads nothing, and a
+larger share would reread more often while finding no more clears than it hides."""
 
 
 class InferenceCall:

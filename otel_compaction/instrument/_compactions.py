@@ -25,15 +25,11 @@ from otel_compaction.lineage.text import SURVIVAL_EXTRACTIVE, survival
 from otel_compaction.lineage.text import fingerprint as summary_fingerprint
 from otel_compaction.model import CompactionObservation
 from otel_compaction.semconv import CompactionMode, CompactionSource
-from otel_compaction.signals.tokens import CHARS_PER_TOKEN, estimate_tokens
+from otel_compaction.signals.tokens import estimate_tokens
+from otel_compaction.signals.tokens import tokens_for_chars as tokens
 
 if TYPE_CHECKING:
     from otel_compaction.instrument._call import InferenceCall
-
-
-def tokens(chars: int) -> int:
-    """The token estimate of ``chars`` characters (one token per four, rounded up)."""
-    return -(-chars // CHARS_PER_TOKEN)
 
 
 def observe_compactions(

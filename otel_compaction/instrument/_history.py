@@ -54,7 +54,7 @@ from otel_compaction.instrument._rewrite import (
     replaced_whole,
 )
 from otel_compaction.lineage.text import survival
-from otel_compaction.signals.tokens import CHARS_PER_TOKEN
+from otel_compaction.signals.tokens import tokens_for_chars
 
 MAX_HISTORIES = 1024
 """Conversations whose last history is kept for inference."""
@@ -475,20 +475,19 @@ class HistoryTracker:
                 best = (score, history, rewrite)
         return None if best is None else (best[1], best[2])
 
+    @staticmethod
     def _rewrite(
-        self, history: _History, facts: list[MessageFacts], msgs: tuple[Any, ...]
+        history: _History, facts: list[MessageFacts], msgs: tuple[Any, ...]
     ) -> Rewrite | None:
-        expected = tuple(describe(m) for m in history.expected)
-        old_facts = [*history.facts, *expected]
-        old_messages = (*history.messages, *history.expected)
+        old_facts, old_messages = _sent_back(history)
         return infer_rewrite(old_facts, facts, old_messages, msgs)
 
     @staticmethod
     def _replacement(
         history: _History, facts: list[MessageFacts], msgs: tuple[Any, ...]
     ) -> Rewrite | None:
-        old_facts = [*history.facts, *(describe(m) for m in history.expected)]
-        return replaced_whole(old_facts, facts, (*history.messages, *history.expected), msgs)
+        old_facts, old_messages = _sent_back(history)
+        return replaced_whole(old_facts, facts, old_messages, msgs)
 
     def _shrinking(
         self, history: _History, facts: list[MessageFacts], msgs: tuple[Any, ...]
@@ -506,7 +505,7 @@ class HistoryTracker:
         if at_pressure is None:
             return False
         pending = sum(describe(m).chars for m in history.expected)
-        return at_pressure(history.conversation_id, -(-pending // CHARS_PER_TOKEN))
+        return at_pressure(history.conversation_id, tokens_for_chars(pending))
 
     @staticmethod
     def _branch(
@@ -660,6 +659,13 @@ class HistoryTracker:
         self._oldest_used = -math.inf
 
 
+def _sent_back(history: _History) -> tuple[list[MessageFacts], tuple[Any, ...]]:
+    """The last request with the response it got, as the next request would send them
+    back: their facts and their messages (the old side of a rewrite)."""
+    old_facts = [*history.facts, *(describe(m) for m in history.expected)]
+    return old_facts, (*history.messages, *history.expected)
+
+
 def _carried(new: list[str], old: list[str]) -> float:
     """How much of ``new`` (the replacing text) is carried over from ``old`` (the replaced
     history, task first): the share of its word 5-grams found there, counted only when
@@ -667,14 +673,10 @@ def _carried(new: list[str], old: list[str]) -> float:
     is restated whole (:data:`WHOLE_HISTORY_TASK`); else 0. A fresh task written from the
     same template as the old one shares the template's words with the old task, nothing
     with the tool outputs, and restates none of the old task's particulars."""
-    carried = survival(new, old) or 0.0
-    if not carried:
-        return 0.0
-    if (survival(new, old[1:]) or 0.0) >= WHOLE_HISTORY_REST:
-        return carried
-    if old and (survival(old[:1], new) or 0.0) >= WHOLE_HISTORY_TASK:
-        return carried
-    return 0.0
+    beyond_task = (survival(new, old[1:]) or 0.0) >= WHOLE_HISTORY_REST
+    if not beyond_task and (survival(old[:1], new) or 0.0) < WHOLE_HISTORY_TASK:
+        return 0.0  # decided before the whole history is read a second time
+    return survival(new, old) or 0.0
 
 
 def _by_response(candidates: Sequence[_History], messages: Sequence[Any]) -> list[_History]:

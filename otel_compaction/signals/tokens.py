@@ -18,4 +18,9 @@ CHARS_PER_TOKEN = 4
 
 def estimate_tokens(text: str) -> int:
     """Estimated tokens in ``text``: ``ceil(len(text) / 4)``, 0 for empty text."""
-    return -(-len(text) // CHARS_PER_TOKEN)
+    return tokens_for_chars(len(text))
+
+
+def tokens_for_chars(chars: int) -> int:
+    """Estimated tokens in ``chars`` characters of text: ``ceil(chars / 4)``."""
+    return -(-chars // CHARS_PER_TOKEN)
