@@ -138,6 +138,7 @@ def write_configs(folder: Path, ports: Mapping[str, int]) -> dict[str, Path]:
             "0.0.0.0:9464": at["processor_metrics"],
             "otel-collector:4319": at["collector_findings"],
             "/var/lib/otel-compaction/queue": str(folder / "processor-queue"),
+            "/var/lib/otel-compaction/state": str(folder / "processor-state"),
         },
     )
     prometheus = relocate(

@@ -125,7 +125,8 @@ def backend_config(folder: Path, ports: Ports) -> Path:
 
 
 def replica_config(folder: Path, ports: Ports, n: int) -> Path:
-    """Replica ``n``: collector/scaled/processor.yaml on loopback, its own queue folder."""
+    """Replica ``n``: collector/scaled/processor.yaml on loopback, its own queue and state
+    folders (as a StatefulSet gives each replica its own volume)."""
     config = relocate(
         _yaml(SCALED / "processor.yaml"),
         {
@@ -134,6 +135,7 @@ def replica_config(folder: Path, ports: Ports, n: int) -> Path:
             "0.0.0.0:9464": ports.at(f"r{n}_metrics"),
             "otel-collector-backend:4317": ports.at("backend_grpc"),
             "/var/lib/otel-compaction/queue": str(queue_dir(folder, n)),
+            "/var/lib/otel-compaction/state": str(state_dir(folder, n)),
         },
     )
     config["processing"]["reorder_window_seconds"] = REORDER_WINDOW_SECONDS
@@ -143,6 +145,11 @@ def replica_config(folder: Path, ports: Ports, n: int) -> Path:
 def queue_dir(folder: Path, n: int) -> Path:
     """Replica ``n``'s persistent queue."""
     return folder / f"queue-{n}"
+
+
+def state_dir(folder: Path, n: int) -> Path:
+    """Replica ``n``'s engine state snapshots."""
+    return folder / f"state-{n}"
 
 
 def prometheus_config(folder: Path, ports: Ports) -> Path:
