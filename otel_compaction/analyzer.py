@@ -16,8 +16,15 @@ after it (``needs_size_after``: ineffective compaction, no progress, a lost task
 The size after is the context of the first call that sees the compacted context:
 given with the observation (``context_after``) it settles at once; otherwise the
 next ``observe_turn`` settles it and returns what it found in
-``TurnAnalysis.settled``. Every call is thread-safe and cheap (a few
-dozen arithmetic operations per turn; text matching only on compactions).
+``TurnAnalysis.settled``. The next compaction may judge it once more, by how many
+calls it bought (``ineffective.refilled``): returned in its ``settled``, marked
+``hindsight``.
+
+The summarizer's own calls (``observe_summarizer``) are no turns: their cost goes on
+the compaction reported next, and they count in no interval, pressure or phase.
+
+Every call is thread-safe and cheap (a few dozen arithmetic operations per turn; text
+matching only on compactions).
 
 An analyzer is small, since a registry may hold 100,000 of them (about 2 KB each
 with two compactions, see ``docs/benchmarks.md``): it has ``__slots__``; its
@@ -29,6 +36,7 @@ settings (matrices, categorizer, decay weights) is shared.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import threading
@@ -46,6 +54,7 @@ from otel_compaction.detectors import (
     needs_size_after,
     run_detectors,
 )
+from otel_compaction.detectors.ineffective import refilled_compaction
 from otel_compaction.lineage import LineageTracker
 from otel_compaction.model import (
     CompactionAnalysis,
@@ -55,6 +64,7 @@ from otel_compaction.model import (
     PhaseEstimate,
     PhaseReport,
     Pressure,
+    SummarizerCost,
     TurnAnalysis,
     TurnObservation,
 )
@@ -101,6 +111,7 @@ class ConversationAnalyzer:
         "_detectors",
         "_fixed",
         "_floor",
+        "_found",
         "_later",
         "_lineage",
         "_livelocked",
@@ -110,6 +121,7 @@ class ConversationAnalyzer:
         "_phase_since",
         "_phase_tracker",
         "_pressure_tracker",
+        "_summarizer",
         "_turn_index",
         "_unsettled",
         "conversation_id",
@@ -145,6 +157,10 @@ class ConversationAnalyzer:
         self._fixed: int | None = None
         self._unsettled: tuple[FindingKind, ...] | None = None
         """The kinds found on a compaction waiting for the first call after it."""
+        self._found: tuple[FindingKind, ...] = ()
+        """The kinds found on the latest compaction, in all its steps."""
+        self._summarizer: SummarizerCost | None = None
+        """The summarizer's calls since the last turn, for the compaction reported next."""
         self.last_seen = clock()
 
     # ----------------------------------------------------------------- state
@@ -201,6 +217,16 @@ class ConversationAnalyzer:
             self._phase_known = True
             return self._phase_tracker.report(report)
 
+    def observe_summarizer(self, cost: SummarizerCost) -> None:
+        """Take the cost of a summarizer call made for the compaction about to be reported
+        (Claude Code's ``query_source="compact"`` request): not a turn. It goes on the
+        next compaction observed; a turn that comes first ends its claim (the compaction
+        it was for was never reported)."""
+        with self._lock:
+            self.last_seen = self._clock()
+            pending = self._summarizer
+            self._summarizer = cost if pending is None else pending.plus(cost)
+
     def observe_turn(self, obs: TurnObservation) -> TurnAnalysis:
         """Account one LLM call and return its signals (and the compaction it settled)."""
         with self._lock:
@@ -211,10 +237,11 @@ class ConversationAnalyzer:
 
     def _turn(self, obs: TurnObservation) -> TurnAnalysis:
         self.last_seen = self._clock()
+        self._summarizer = None
         settled = None
         if self._unsettled is not None and obs.context_tokens > 0:
             # A call of unknown size (0) cannot settle it: the next one will.
-            settled = self._settle(self._unsettled, obs.context_tokens)
+            settled = self._settle(self._unsettled, obs.context_tokens, obs)
         turn = self._turn_index = self._turn_index + 1
         context_tokens = obs.context_tokens
         window = obs.window or context_window(obs.model, self.settings)
@@ -266,6 +293,9 @@ class ConversationAnalyzer:
 
     def _compaction(self, obs: CompactionObservation) -> CompactionAnalysis:
         self.last_seen = self._clock()
+        if obs.summarizer is None and self._summarizer is not None:
+            obs = dataclasses.replace(obs, summarizer=self._summarizer)
+        self._summarizer = None
         previous = None
         if self._unsettled is not None:  # no call came between: it is judged as it is
             previous = self._settle(self._unsettled, None)
@@ -274,7 +304,9 @@ class ConversationAnalyzer:
         window = pressure.window if pressure else None
         if window is None:
             window = context_window(None, self.settings)
-        record = self._lineage.observe_compaction(obs, window=window)
+        if obs.fixed_tokens is not None:
+            self._fixed = obs.fixed_tokens  # the part the source judged it against
+        record = self._lineage.observe_compaction(obs, window=window, fixed_tokens=self._fixed)
         phase = self._phase_tracker.current if self._phase_known else None
         ctx = DetectionContext(
             record=record,
@@ -295,6 +327,9 @@ class ConversationAnalyzer:
             # Only the kinds found are kept: what the later rules read (the records, the
             # pressure and sizes before the compaction) is still here when the next turn comes.
             self._unsettled = tuple(f.kind for f in findings)
+        if previous is None:
+            previous = self._hindsight(record, history)
+        self._found = tuple(f.kind for f in findings)
         self._update_livelock(record, history, findings)
         self._compacted_pending = True
         if obs.mode is CompactionMode.PRUNE:
@@ -312,15 +347,19 @@ class ConversationAnalyzer:
         return analysis
 
     def _settle(
-        self, found: tuple[FindingKind, ...], context_after: int | None
+        self,
+        found: tuple[FindingKind, ...],
+        context_after: int | None,
+        call: TurnObservation | None = None,
     ) -> CompactionAnalysis | None:
         """Judge the unsettled compaction now that the first call after it is known (before
         that call is accounted: the state is still the one the compaction fired in)."""
         self._unsettled = None
-        if context_after is None:
-            record = self._lineage.last
-        else:
-            record = self._lineage.settle(context_after)
+        last = self._lineage.last
+        if call is not None and last is not None:
+            self._measure_fixed(last, call)
+        settle = self._lineage.settle
+        record = last if context_after is None else settle(context_after, self._fixed)
         if record is None:
             return None
         pressure = self._pressure_tracker.last
@@ -333,8 +372,43 @@ class ConversationAnalyzer:
             fixed_tokens=self._fixed,
         )
         findings = run_detectors(ctx, self._later, exclude=frozenset(found))
+        self._found = (*found, *_kinds_of(findings))
         self._update_livelock(record, ctx.history, findings)
         return CompactionAnalysis(record, pressure, None, findings)
+
+    def _measure_fixed(self, record: CompactionRecord, call: TurnObservation) -> None:
+        """After a compaction that rewrote the history, the prompt cache still matches only
+        what comes before the history: the system prompt and tool definitions. The first
+        call's cache read is that fixed part, measured (when no source reports it)."""
+        cached = call.cache_read_tokens
+        if call.fixed_tokens is not None or cached is None or cached <= 0:
+            return
+        if record.failed or record.mode is CompactionMode.PRUNE:
+            return  # the history was not rewritten: the cache still holds part of it
+        self._fixed = cached
+
+    def _hindsight(
+        self, record: CompactionRecord, history: tuple[CompactionRecord, ...]
+    ) -> CompactionAnalysis | None:
+        """The previous compaction judged again by how soon ``record`` followed it: one that
+        bought fewer than ``ineffective_min_turns`` calls bought nothing (``refilled``)."""
+        if not history or FindingKind.INEFFECTIVE_COMPACTION in self._found:
+            return None
+        if not any(d.kind is FindingKind.INEFFECTIVE_COMPACTION for d in self._later):
+            return None  # the rule is not among this analyzer's detectors
+        earlier = history[-1]
+        ctx = DetectionContext(
+            record=earlier,
+            settings=self.settings,
+            history=history[:-1],
+            pressure=self._pressure_tracker.last,
+            floor_tokens=self._floor,
+            fixed_tokens=self._fixed,
+        )
+        finding = refilled_compaction(ctx, record)
+        if finding is None:
+            return None
+        return CompactionAnalysis(earlier, ctx.pressure, None, (finding,), hindsight=True)
 
     def _update_livelock(
         self,
@@ -384,6 +458,10 @@ def _split(detectors: tuple[Detector, ...]) -> tuple[tuple[Detector, ...], tuple
 
 def _kinds(findings: tuple[Finding, ...]) -> frozenset[FindingKind]:
     return frozenset(f.kind for f in findings)
+
+
+def _kinds_of(findings: tuple[Finding, ...]) -> tuple[FindingKind, ...]:
+    return tuple(f.kind for f in findings)
 
 
 def _parse_category(value: str) -> ToolCategory | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind, PhaseSource
 
@@ -101,6 +102,11 @@ class TurnObservation:
             classifying the names and arguments again. Empty when unknown.
         fixed_tokens: the system prompt and tool definitions of the request, in
             tokens, when known: the part of the context no compaction can reclaim.
+        cache_read_tokens: the part of the context the provider read from its prompt
+            cache, when the source says. On the first call after a compaction that
+            rewrote the history, what still matched the cache is what came before the
+            history (the system prompt and tool definitions): the analyzer takes it as
+            the measured fixed part when ``fixed_tokens`` is unknown.
     """
 
     context_tokens: int
@@ -113,6 +119,50 @@ class TurnObservation:
     tool_arguments: tuple[str | None, ...] = ()
     tool_categories: tuple[str, ...] = ()
     fixed_tokens: int | None = None
+    cache_read_tokens: int | None = None
+
+    @classmethod
+    def of_anthropic_usage(
+        cls,
+        input_tokens: int | None,
+        cache_read_tokens: int | None,
+        cache_creation_tokens: int | None,
+        **fields: Any,
+    ) -> TurnObservation:
+        """A call whose usage is Anthropic's, where the context is the sum of the three
+        input figures (Claude Code's transcripts and its ``api_request`` events alike)."""
+        context = (input_tokens or 0) + (cache_read_tokens or 0) + (cache_creation_tokens or 0)
+        return cls(context_tokens=max(context, 0), cache_read_tokens=cache_read_tokens, **fields)
+
+
+@dataclass(frozen=True, slots=True)
+class SummarizerCost:
+    """What the summarizer's own LLM calls cost a compaction (never turns).
+
+    Claude Code makes the summary with a call of its own (``query_source="compact"``)
+    just before it reports the compaction; that call's tokens, time and money are the
+    compaction's cost, and the conversation's context is not in it.
+    """
+
+    calls: int = 1
+    input_tokens: int = 0
+    output_tokens: int = 0
+    duration_s: float | None = None
+    cost_usd: float | None = None
+
+    def plus(self, other: SummarizerCost) -> SummarizerCost:
+        """Both costs together (a summarizer that retried)."""
+        return SummarizerCost(
+            self.calls + other.calls,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            _sum(self.duration_s, other.duration_s),
+            _sum(self.cost_usd, other.cost_usd),
+        )
+
+
+def _sum(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else a + b
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +215,12 @@ class CompactionObservation:
             ``tokens_after``, is the size after the compaction.
         error: why the summary step failed, as the source names it
             (``too_few_groups``), when ``failed``.
+        fixed_tokens: the fixed part of the context (system prompt, tool definitions)
+            the compaction was judged against, as a compaction span carries it: a
+            processor reading the span judges against the same part.
+        summarizer: the summarizer's own calls, when the source reports them apart;
+            otherwise the analyzer attaches those it was told of since the last turn
+            (``ConversationAnalyzer.observe_summarizer``).
     """
 
     source: CompactionSource
@@ -185,6 +241,8 @@ class CompactionObservation:
     timestamp: float | None = None
     context_after: int | None = None
     error: str | None = None
+    summarizer: SummarizerCost | None = None
+    fixed_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +301,11 @@ class CompactionRecord:
     growth_per_turn: float | None = None
     """How much the context grew per turn in the cycle this compaction closed (None when
     unknown): what the tokens it reclaims are measured against, in turns."""
+    summarizer: SummarizerCost | None = None
+    """The summarizer's own calls: the compaction's cost, when the source reports it."""
+    fixed_tokens: int | None = None
+    """The fixed part of the context (system prompt, tool definitions) known when the
+    compaction was settled, reported or measured (``TurnObservation.cache_read_tokens``)."""
 
     @property
     def settled(self) -> bool:
@@ -287,8 +350,12 @@ class CompactionAnalysis:
     phase: PhaseEstimate | None
     findings: tuple[Finding, ...] = field(default=())
     settled: CompactionAnalysis | None = None
-    """The previous compaction, judged now with its size after unknown: no call came
-    between the two (its settlement, as ``TurnAnalysis.settled``)."""
+    """The previous compaction, judged again now: with its size after unknown when no
+    call came between the two (its settlement, as ``TurnAnalysis.settled``), or, when
+    it was settled already, by how soon this one followed it (``hindsight``)."""
+    hindsight: bool = False
+    """This analysis only adds findings to a compaction settled earlier (what the next
+    compaction showed of it): its sizes were recorded at its settlement."""
 
     def flagged(self, kind: FindingKind) -> bool:
         """Whether a finding of ``kind`` was raised on this compaction."""

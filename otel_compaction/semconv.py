@@ -124,6 +124,14 @@ SUMMARY_FAILED: Final = "compaction.summary.failed"
 SUMMARY_ERROR: Final = "compaction.summary.error"
 COMPACTION_ERROR: Final = "compaction.error"
 """Metric attribute of failed compactions: the error the source names (``unknown`` if none)."""
+# The summarizer's own calls, part of the compaction's cost (Claude Code's
+# ``query_source="compact"`` requests): never turns of the conversation.
+SUMMARIZER_CALLS: Final = "compaction.summarizer.calls"
+SUMMARIZER_INPUT_TOKENS: Final = "compaction.summarizer.input_tokens"
+SUMMARIZER_OUTPUT_TOKENS: Final = "compaction.summarizer.output_tokens"
+SUMMARIZER_DURATION: Final = "compaction.summarizer.duration"
+"""Seconds the summarizer's calls took, summed."""
+SUMMARIZER_COST_USD: Final = "compaction.summarizer.cost_usd"
 SUMMARY_FINGERPRINT: Final = "compaction.summary.fingerprint"
 SUMMARY_TEXT: Final = "compaction.summary.text"
 CONTENT_TRUNCATED: Final = "compaction.content.truncated"
@@ -225,6 +233,29 @@ CLAUDE_CODE_TRIGGER: Final = "trigger"
 CLAUDE_CODE_SUCCESS: Final = "success"
 CLAUDE_CODE_PRE_TOKENS: Final = "pre_tokens"
 CLAUDE_CODE_POST_TOKENS: Final = "post_tokens"
+CLAUDE_CODE_ERROR: Final = "error"
+CLAUDE_CODE_OUTPUT_TOKENS: Final = "output_tokens"
+CLAUDE_CODE_DURATION_MS: Final = "duration_ms"
+CLAUDE_CODE_COST_USD: Final = "cost_usd"
+CLAUDE_CODE_QUERY_SOURCE: Final = "query_source"
+"""Which part of Claude Code made an ``api_request``: the agent's own loop, the
+summarizer of a compaction, a sub-agent or a side query."""
+CLAUDE_CODE_AGENT_SOURCES: Final = ("sdk", "repl_main_thread")
+"""``query_source`` values of the agent's own calls (``repl_main_thread:...`` too): turns."""
+CLAUDE_CODE_COMPACT_SOURCE: Final = "compact"
+"""``query_source`` of the summarizer's call inside a compaction (its cost, not a turn)."""
+
+# Codex CLI's own OpenTelemetry log events (``[otel]`` in ~/.codex/config.toml),
+# read by the processor; their keys are Codex's. Only ``codex.sse_event`` with
+# ``event.kind = response.completed`` says anything about a call's tokens.
+CODEX_EVENT_SSE: Final = "codex.sse_event"
+CODEX_EVENT_KIND: Final = "event.kind"
+CODEX_RESPONSE_COMPLETED: Final = "response.completed"
+CODEX_CONVERSATION_ID: Final = "conversation.id"
+CODEX_MODEL: Final = "model"
+CODEX_INPUT_TOKENS: Final = "input_token_count"
+CODEX_OUTPUT_TOKENS: Final = "output_token_count"
+CODEX_CACHED_TOKENS: Final = "cached_token_count"
 
 # Marker appended to captured content cut at Settings.content_max_chars.
 TRUNCATION_MARKER: Final = "…[truncated {omitted} chars]"

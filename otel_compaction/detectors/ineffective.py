@@ -16,15 +16,28 @@ compaction is **ineffective** when
 - ``after / window >= trigger`` (the next turn compacts again), or
 - ``reclaimed < ineffective_min_turns * g`` (2 by default: it bought fewer than
   two turns of the conversation's own growth), or, when ``g`` is unknown,
-- ``reclaimed / before < ineffective_min_reclaimed`` (0.05 by default).
+- ``reclaimed / before < ineffective_min_reclaimed`` (0.05 by default);
+
+and, judged once more when the next compaction comes (``refilled``, hindsight), when
+the agent compacted again after fewer than ``ineffective_min_turns`` calls on its
+context: the turns it bought are then counted, not estimated.
+
+The trigger is where the agent compacts. An agent that says a compaction fired on
+its own (``trigger = "auto"``: Claude Code's transcripts and log events, failed
+attempts too) was at or above its threshold then, so the smallest such size is an
+upper bound of the trigger, and it is the trigger here. Otherwise the trigger is the
+median ``tokens_before / window`` of the summarizing compactions (the median resists
+one manual compaction fired early).
 
 The livelock incident's run (fires at 85%, each compaction reclaims ~14k tokens, nine turns
 of its growth at first) is not ineffective: its trouble is the cadence, which
 the livelock rule judges. Prune compactions (tool outputs cleared, a little at
 a time by design) and failed ones (nothing was replaced) are not judged. The
 reason names what explains the result: the system prompt and tool definitions
-when their size is known, else the smallest context the conversation has had,
-else the growth per turn against the headroom.
+when their size is known (reported by the agent, or measured: what the first call
+after a compaction read from the prompt cache) and they alone fill the context, or
+they take half of the trigger or more (too close to it); else the smallest context
+the conversation has had, else the growth per turn against the headroom.
 """
 
 from __future__ import annotations
@@ -52,6 +65,12 @@ is outrun by the context's growth, not held back by its own summary."""
 _EXPLAINS = 0.9
 """The fixed part explains an ineffective compaction when it is at least this share of
 the context after it."""
+_CLOSE = 0.5
+"""The fixed part is too close to the trigger when it is at least this share of it: the
+history a compaction can shrink is then at most the other half, and the summary it
+writes and the turns it keeps take their share of that."""
+AUTOMATIC_TRIGGER = "auto"
+"""``compaction.trigger`` of a compaction the agent fired on its own, at its threshold."""
 
 
 def summarizing(run: Sequence[CompactionRecord]) -> tuple[CompactionRecord, ...]:
@@ -60,9 +79,18 @@ def summarizing(run: Sequence[CompactionRecord]) -> tuple[CompactionRecord, ...]
 
 
 def trigger_fraction(run: Sequence[CompactionRecord], settings: Settings) -> float:
-    """The conversation's trigger: the median ``tokens_before / window`` of its
-    summarizing compactions (the median resists one manual compaction fired early),
-    or the pressure threshold when none knows its size."""
+    """The conversation's trigger (see the module docstring): the smallest
+    ``tokens_before / window`` of the compactions the agent fired on its own, else the
+    median of its summarizing compactions', else the pressure threshold."""
+    automatic = [
+        r.token_fraction
+        for r in run
+        if r.trigger == AUTOMATIC_TRIGGER
+        and r.mode is not CompactionMode.PRUNE
+        and r.token_fraction is not None
+    ]
+    if automatic:
+        return min(automatic)
     fractions = [r.token_fraction for r in summarizing(run) if r.token_fraction is not None]
     return statistics.median(fractions) if fractions else settings.pressure_threshold
 
@@ -90,6 +118,30 @@ def is_ineffective(record: CompactionRecord, trigger: float, settings: Settings)
     return (before - after) / before < settings.ineffective_min_reclaimed
 
 
+def refilled(record: CompactionRecord, following: CompactionRecord, settings: Settings) -> int:
+    """How many calls saw ``record``'s context before ``following`` compacted again, when
+    that is fewer than ``ineffective_min_turns`` (the turns it bought, counted); 0 when it
+    is not (more calls, no call at all, a prune, a failure: nothing to count)."""
+    if record.failed or record.mode is CompactionMode.PRUNE or not record.settled:
+        return 0
+    if following.mode is CompactionMode.PRUNE:
+        return 0  # tool outputs cleared on their own schedule, not at the trigger
+    calls = following.turn_index - record.turn_index
+    return calls if 0 < calls < settings.ineffective_min_turns else 0
+
+
+def bought_nothing(
+    run: Sequence[CompactionRecord], index: int, trigger: float, settings: Settings
+) -> bool:
+    """Whether ``run[index]`` was ineffective: by its size after, or counted by the next
+    compaction of the run (``refilled``)."""
+    record = run[index]
+    if is_ineffective(record, trigger, settings):
+        return True
+    following = next((r for r in run[index + 1 :] if r.mode is not CompactionMode.PRUNE), None)
+    return following is not None and refilled(record, following, settings) > 0
+
+
 def ineffective_compaction(ctx: DetectionContext) -> Finding | None:
     """Flag a summarizing compaction that bought (almost) no turns."""
     record, s = ctx.record, ctx.settings
@@ -99,24 +151,53 @@ def ineffective_compaction(ctx: DetectionContext) -> Finding | None:
         return None
     reclaimed = before - after
     if reclaimed > 0:
-        what = (
-            f"reclaimed {reclaimed:,} tokens ({reclaimed / before:.1%}: {before:,} -> "
-            f"{after:,}){_in_turns(reclaimed, record.growth_per_turn)}"
-        )
+        what = f"reclaimed {reclaimed:,} tokens ({reclaimed / before:.1%}: {before:,} -> {after:,})"
     else:
         what = f"reclaimed nothing ({before:,} tokens before, {after:,} at the next call)"
-    reason = (
-        f"compaction at turn {record.turn_index} {what}: the next call is at "
-        f"{after / window:.2f} of the window, against a trigger of {trigger:.2f}; "
-        f"{diagnosis(ctx)}"
-    )
+    growth = record.growth_per_turn
+    if after / window >= trigger:
+        why = (
+            f", yet the next call is still at or above the trigger ({after:,} tokens against "
+            f"{round(trigger * window):,}, {share_text(after / window)} and "
+            f"{share_text(trigger)} of the window)"
+        )
+    elif reclaimed <= 0:
+        why = ""
+    elif growth is not None and growth > 0:
+        why = (
+            f", about {reclaimed / growth:.1f} turns of the {growth:,.0f} tokens a turn adds: "
+            f"fewer than the {s.ineffective_min_turns:g} turns a compaction must buy"
+        )
+    else:
+        why = f", less than {s.ineffective_min_reclaimed:.0%} of the context"
+    reason = f"compaction at turn {record.turn_index} {what}{why}; {diagnosis(ctx)}"
     return ctx.finding(FindingKind.INEFFECTIVE_COMPACTION, "reclaimed", reason)
 
 
-def _in_turns(reclaimed: int, growth: float | None) -> str:
-    if growth is None or growth <= 0:
-        return ""
-    return f", about {reclaimed / growth:.1f} turns of the {growth:,.0f} tokens a turn adds"
+def refilled_compaction(ctx: DetectionContext, following: CompactionRecord) -> Finding | None:
+    """Flag ``ctx.record`` (settled, not flagged yet) once ``following`` shows it bought
+    fewer than ``ineffective_min_turns`` calls before the agent compacted again."""
+    record, s = ctx.record, ctx.settings
+    calls = refilled(record, following, s)
+    after, window = record.tokens_after, record.window
+    if not calls or after is None:
+        return None
+    at = f" at {following.tokens_before:,} tokens" if following.tokens_before else ""
+    share = f", {share_text(after / window)} of the window" if window else ""
+    plural = "s" * (calls != 1)
+    reason = (
+        f"compaction at turn {record.turn_index} bought {calls} turn{plural}: the agent "
+        f"compacted again{at} after {calls} call{plural} on the {after:,} tokens it left"
+        f"{share}, fewer than the {s.ineffective_min_turns:g} turns a compaction must buy; "
+        f"{diagnosis(ctx)}"
+    )
+    return ctx.finding(FindingKind.INEFFECTIVE_COMPACTION, "refilled", reason)
+
+
+def share_text(fraction: float) -> str:
+    """A share of the window for a reason: two decimals, three below 0.1 (a 1M window's
+    trigger at 35k tokens is 0.035, not 0.04)."""
+    return f"{fraction:.2f}" if fraction >= 0.1 else f"{fraction:.3f}"
 
 
 def diagnosis(ctx: DetectionContext) -> str:
@@ -129,6 +210,9 @@ def diagnosis(ctx: DetectionContext) -> str:
             f"the system prompt and tool definitions alone are {fixed:,} tokens "
             f"({fixed / window:.2f} of the window): {REMEDY}"
         )
+    trigger_tokens = round(trigger_fraction(ctx.run, ctx.settings) * window)
+    if fixed is not None and trigger_tokens > 0 and fixed >= _CLOSE * trigger_tokens:
+        return _too_close(record, fixed, trigger_tokens)
     if floor is not None and window and floor >= _EXPLAINS * after:
         return (
             f"this conversation has never been below {floor:,} tokens ({floor / window:.2f} "
@@ -150,6 +234,20 @@ def diagnosis(ctx: DetectionContext) -> str:
     return (
         "the summary and the turns kept verbatim fill the room compaction made: keep "
         "fewer turns verbatim or summarize more tightly"
+    )
+
+
+def _too_close(record: CompactionRecord, fixed: int, trigger_tokens: int) -> str:
+    """The diagnosis of a fixed part that takes half of the trigger or more."""
+    room = max(trigger_tokens - fixed, 0)
+    summary = "the summary"
+    if record.summary_tokens:
+        summary += f" ({record.summary_tokens:,} tokens)"
+    return (
+        f"the fixed part (system prompt and tool definitions, {fixed:,} tokens) is "
+        f"{fixed / trigger_tokens:.2f} of the {trigger_tokens:,} tokens at which this "
+        f"conversation compacts, so compaction works on the other {room:,} tokens only, "
+        f"and {summary} with what it keeps fills them: {REMEDY}"
     )
 
 

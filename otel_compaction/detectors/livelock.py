@@ -28,13 +28,16 @@ carry over, or new content per turn larger than the headroom the trigger leaves.
 
 from __future__ import annotations
 
+from otel_compaction.config import Settings
 from otel_compaction.detectors.base import DetectionContext, RuleDetector
 from otel_compaction.detectors.cadence import cadence_verdict, format_numbers
 from otel_compaction.detectors.ineffective import (
     LINEAGE_REMEDY,
+    bought_nothing,
     diagnosis,
     is_ineffective,
     reclaimed_share,
+    share_text,
     summarizing,
     trigger_fraction,
 )
@@ -103,13 +106,18 @@ def no_progress(ctx: DetectionContext) -> Finding | None:
         return None
     run = summarizing(ctx.run)[-s.no_progress_count :]
     trigger = trigger_fraction(ctx.run, s)
-    if len(run) < s.no_progress_count or not all(is_ineffective(r, trigger, s) for r in run):
+    flags = _bought_nothing(ctx.run, trigger, s)[-s.no_progress_count :]
+    if len(run) < s.no_progress_count or not all(flags):
         return None
-    afters = [(r.tokens_after or 0) / (r.window or 1) for r in run]
+    afters = [r.tokens_after or 0 for r in run]
+    window = record.window or 0
+    at = f" at {round(trigger * window):,} tokens" if window else ""
     reason = (
         f"compaction is not recovering headroom: {s.no_progress_count} compactions in a "
-        f"row left the next call at {format_numbers(afters, '{:.2f}')} of the window "
-        f"(trigger {trigger:.2f}), so the agent compacts again at once; {diagnosis(ctx)}"
+        f"row left the next call at {format_numbers(afters, '{:,}')} tokens (the trigger is"
+        f"{at}, {share_text(trigger)} of the window), each at the trigger or short of "
+        f"{s.ineffective_min_turns:g} turns before the next compaction, so the agent compacts "
+        f"again at once; {diagnosis(ctx)}"
     )
     return ctx.finding(FindingKind.REEXPANSION_LIVELOCK, "no_progress", reason)
 
@@ -131,18 +139,20 @@ def remedy(ctx: DetectionContext, *, cadence: bool = False) -> str:
     4. otherwise the numbers do not tell: both remedies, each with its condition.
     """
     s, record = ctx.settings, ctx.record
-    earlier = summarizing(ctx.history)[-s.no_progress_count :]
     trigger = trigger_fraction(ctx.run, s)
-    if earlier and all(is_ineffective(r, trigger, s) for r in earlier):
+    # The earlier compactions judged with this one in the run: how soon each was
+    # followed counts (``refilled``), and this one follows the last of them.
+    earlier = _bought_nothing(ctx.run, trigger, s)[:-1][-s.no_progress_count :]
+    if earlier and all(earlier):
         share = reclaimed_share(record)
         if share is not None and not is_ineffective(record, trigger, s):
             return (
-                f"the compactions before it reclaimed almost nothing, and this one "
+                f"the compactions before it bought (almost) nothing, and this one "
                 f"reclaimed {share:.0%} ({record.tokens_before:,} -> {record.tokens_after:,} "
                 f"tokens): the thrashing ended here; what the earlier summaries kept, "
                 f"this one let go"
             )
-        return f"the compactions before it reclaimed almost nothing: {diagnosis(ctx)}"
+        return f"the compactions before it bought (almost) nothing: {diagnosis(ctx)}"
     if cadence:
         return REMEDY
     if record.parent_id is not None and not record.lineage_assumed:
@@ -164,6 +174,15 @@ def remedy(ctx: DetectionContext, *, cadence: bool = False) -> str:
         f"each turn outgrows the headroom the trigger leaves, raise the trigger or trim "
         f"tool outputs"
     )
+
+
+def _bought_nothing(run: tuple[CompactionRecord, ...], trigger: float, s: Settings) -> list[bool]:
+    """For each summarizing compaction of ``run``, in order: whether it bought nothing."""
+    return [
+        bought_nothing(run, i, trigger, s)
+        for i, r in enumerate(run)
+        if r.mode is not CompactionMode.PRUNE and not r.failed
+    ]
 
 
 def _per_turn(record: CompactionRecord) -> float | None:

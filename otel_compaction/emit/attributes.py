@@ -7,15 +7,18 @@ and it keeps span payloads small and diffs of golden files readable.
 
 from __future__ import annotations
 
+from opentelemetry.trace import Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from otel_compaction import semconv as sc
 from otel_compaction.model import (
     CompactionAnalysis,
+    CompactionRecord,
     Finding,
     PhaseEstimate,
     PhaseTransition,
     Pressure,
+    SummarizerCost,
     TurnAnalysis,
     TurnObservation,
 )
@@ -170,6 +173,10 @@ def compaction_attributes(analysis: CompactionAnalysis) -> Attributes:
         out[sc.SUMMARY_FAILED] = True
         if rec.error:
             out[sc.SUMMARY_ERROR] = rec.error
+    if rec.summarizer is not None:
+        _summarizer(rec.summarizer, out)
+    if rec.fixed_tokens is not None:
+        out[sc.CONTEXT_FIXED_TOKENS] = rec.fixed_tokens
     if rec.cycle is not None:
         out[sc.CYCLE_INTERVAL_TURNS] = rec.cycle.interval_turns
         out[sc.CYCLE_NEW_CONTENT_TOKENS] = rec.cycle.new_content_tokens
@@ -183,6 +190,24 @@ def compaction_attributes(analysis: CompactionAnalysis) -> Attributes:
         _phase(analysis.phase, out)
     out.update(flag_attributes(analysis.findings))
     return out
+
+
+def _summarizer(cost: SummarizerCost, out: Attributes) -> None:
+    out[sc.SUMMARIZER_CALLS] = cost.calls
+    out[sc.SUMMARIZER_INPUT_TOKENS] = cost.input_tokens
+    out[sc.SUMMARIZER_OUTPUT_TOKENS] = cost.output_tokens
+    if cost.duration_s is not None:
+        out[sc.SUMMARIZER_DURATION] = _r(cost.duration_s)
+    if cost.cost_usd is not None:
+        out[sc.SUMMARIZER_COST_USD] = round(float(cost.cost_usd), 6)
+
+
+def compaction_status(record: CompactionRecord) -> Status | None:
+    """The status of a ``compaction`` span: ERROR, with the error the source names, when its
+    summary step failed (the context was kept: counted, not a lost task); None otherwise."""
+    if not record.failed:
+        return None
+    return Status(StatusCode.ERROR, record.error or "summary step failed")
 
 
 def flag_attributes(findings: tuple[Finding, ...]) -> Attributes:

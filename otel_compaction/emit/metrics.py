@@ -221,10 +221,12 @@ class CompactionMetrics:
         self, settled: CompactionAnalysis, *, context: Context | None = None
     ) -> None:
         """Record what a compaction's settlement added (``TurnAnalysis.settled``): the
-        tokens it reclaimed, now that the size after is known, and its late findings."""
+        tokens it reclaimed, now that the size after is known, and its late findings (only
+        the findings of a ``hindsight`` analysis: its sizes were recorded at settlement)."""
         rec = settled.record
-        both = {sc.COMPACTION_SOURCE: rec.source.value, sc.COMPACTION_MODE: rec.mode.value}
-        self._record_reclaimed(rec, both, context)
+        if not settled.hindsight:
+            both = {sc.COMPACTION_SOURCE: rec.source.value, sc.COMPACTION_MODE: rec.mode.value}
+            self._record_reclaimed(rec, both, context)
         for finding in settled.findings:
             self._findings.add(1, {sc.FINDING_KIND: finding.kind.value}, context=context)
 

@@ -105,9 +105,14 @@ class LineageTracker:
         self._cycle.observe_turn(context_tokens, new_content_tokens)
 
     def observe_compaction(
-        self, obs: CompactionObservation, *, window: int | None = None
+        self,
+        obs: CompactionObservation,
+        *,
+        window: int | None = None,
+        fixed_tokens: int | None = None,
     ) -> CompactionRecord:
-        """Record a compaction and return it with its lineage, cycle and summary scores."""
+        """Record a compaction and return it with its lineage, cycle and summary scores
+        (``fixed_tokens``: the fixed part known now, kept when it is settled at once)."""
         compaction_id = obs.compaction_id or uuid.uuid4().hex
         turn_index = obs.turn_index if obs.turn_index is not None else self._turn_index + 1
         summary = obs.summary_text
@@ -145,12 +150,17 @@ class LineageTracker:
             tokens_after_reported=obs.tokens_after,
             error=obs.error,
             growth_per_turn=self._cycle.growth_per_turn(obs.tokens_before),
+            summarizer=obs.summarizer,
+            fixed_tokens=fixed_tokens if obs.context_after is not None else None,
         )
         self._remember(record, summary)
         return record
 
-    def settle(self, context_after: int) -> CompactionRecord | None:
-        """Give the latest compaction its size after (the first call's context), if it has none.
+    def settle(
+        self, context_after: int, fixed_tokens: int | None = None
+    ) -> CompactionRecord | None:
+        """Give the latest compaction its size after (the first call's context), if it has
+        none, and the fixed part of the context known then.
 
         Returns the settled record (which replaces the remembered one), or None when
         there is no unsettled compaction.
@@ -158,7 +168,9 @@ class LineageTracker:
         last = self.last
         if last is None or last.settled:
             return None
-        settled = dataclasses.replace(last, tokens_after=max(0, context_after))
+        settled = dataclasses.replace(
+            last, tokens_after=max(0, context_after), fixed_tokens=fixed_tokens
+        )
         self._records = (*self._records[:-1], settled)
         return settled
 

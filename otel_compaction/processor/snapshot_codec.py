@@ -56,7 +56,13 @@ from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.lineage import text
 from otel_compaction.lineage.cycles import CycleAccumulator
 from otel_compaction.lineage.tracker import LineageTracker, _Known
-from otel_compaction.model import CompactionRecord, Cycle, PhaseTransition, Pressure
+from otel_compaction.model import (
+    CompactionRecord,
+    Cycle,
+    PhaseTransition,
+    Pressure,
+    SummarizerCost,
+)
 from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind, PhaseSource
 from otel_compaction.signals.phase import PhaseTracker
 from otel_compaction.signals.pressure import PressureTracker
@@ -90,6 +96,7 @@ VALUE_CLASSES: Final = (
     PhaseTransition,
     CompactionRecord,
     Cycle,
+    SummarizerCost,
     _Known,
     text.Sketch,
 )

@@ -73,6 +73,9 @@ LEGEND: tuple[LegendEntry, ...] = (
                 "the compaction bought (almost) no turns: the next call was still at the "
                 "trigger, typically because the prompt and tools fill the window",
                 _INEFFECTIVE),
+    LegendEntry(FindingKind.INEFFECTIVE_COMPACTION, "refilled",
+                "the agent compacted again after a single call: the compaction bought "
+                "fewer than two turns, counted when the next one came", _INEFFECTIVE),
 )  # fmt: skip
 
 CONCEPTS_PAGE = "docs/concepts.md"

@@ -118,13 +118,13 @@ def _sized(records: tuple, before: int = 170_000, fraction: float | None = 0.85)
 
 def test_no_progress_two_ineffective_compactions_in_a_row() -> None:
     """Codex's guard on the size after: two compactions in a row whose next call is still at
-    the trigger are a no-progress livelock, named with the after-fractions."""
+    the trigger are a no-progress livelock, named with the sizes of those next calls."""
     high = [60_000, 172_000, 175_000]
     ctx = context_of(_sized(run_of([10, 11], tokens_after=high)), floor_tokens=168_000)
     finding = no_progress(ctx)
     assert finding is not None
     assert finding.rule == "no_progress"
-    assert "[0.86, 0.88]" in finding.reason
+    assert "[172,000, 175,000] tokens" in finding.reason
     assert "shrink the tool set or the system prompt" in finding.reason
 
 

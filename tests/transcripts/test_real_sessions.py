@@ -8,6 +8,7 @@ rule reflects the filler; tool names and the category of shell commands are real
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,8 @@ LIVELOCK = FindingKind.REEXPANSION_LIVELOCK
 SHORT = FindingKind.SHORT_RUN_COMPACTION
 SCHEMA = FindingKind.SUMMARY_SCHEMA_COVERAGE
 
-FIXED_PART = "so a fixed part of about that size"
+FIXED_PART = re.compile(r"the system prompt and tool definitions alone are 17\d,\d{3} tokens")
+"""The fixed part as measured: what the first call after each compaction read from the cache."""
 CANNOT_HELP = "compaction cannot help: shrink the tool set or the system prompt"
 
 # file -> (compaction turns, {(kind, rule): turns}), every kind but schema coverage.
@@ -119,14 +121,13 @@ def test_no_compaction_is_judged_while_the_phase_is_unknown() -> None:
 )
 def test_subagent_reasons_name_the_fixed_part_and_the_remedy(name: str) -> None:
     """A subagent at ~171k of 200k: each ineffective reason gives the sizes before and at
-    the next call, names the smallest context it ever had as the fixed part, and says
-    compaction cannot help; the no-progress livelock says the same."""
+    the next call, names the fixed part the first call after a compaction read from the
+    prompt cache, and says compaction cannot help; the no-progress livelock says the same."""
     _, findings = _analyze(CAL / f"{name}.jsonl")
     for f in findings:
         if f.kind is INEFFECTIVE:
             assert f.reason.startswith(f"compaction at turn {f.turn} reclaimed")
-            assert "this conversation has never been below 17" in f.reason
-            assert FIXED_PART in f.reason
+            assert FIXED_PART.search(f.reason), f.reason
             assert CANNOT_HELP in f.reason
         if f.kind is LIVELOCK:
             assert CANNOT_HELP in f.reason
