@@ -7,13 +7,13 @@ The mapping from the wire to the shared engine (``ConversationAnalyzer``):
   a ``PhaseReport`` first when its phase was reported by the agent;
 * a ``compaction`` span is a ``CompactionObservation`` (with the phase the
   agent reported at that moment, when the span says it was reported);
-* Claude Code's log events ``claude_code.api_request`` and
-  ``claude_code.compaction`` are a turn and a compaction;
+* the agents' own log events (Claude Code's, Codex's) are read in
+  :mod:`~otel_compaction.processor.agent_events` into the same items;
 * anything else (HTTP spans, tool spans, our own ``compaction.finding`` spans
   coming back through a Collector loop) is not an engine input.
 
 The conversation key is ``compaction.conversation.id``, else
-``gen_ai.conversation.id``, else Claude Code's ``session.id``, else the trace id.
+``gen_ai.conversation.id``, else the trace id.
 
 Spans are read through :mod:`~otel_compaction.processor.spanview`, where each
 span's attributes are a map: the dozen values an inference span needs are
@@ -23,13 +23,17 @@ looked up and decoded, the others never become Python objects.
 from __future__ import annotations
 
 import enum
-import hashlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from otel_compaction import semconv as sc
-from otel_compaction.model import CompactionObservation, PhaseReport, TurnObservation
+from otel_compaction.model import (
+    CompactionObservation,
+    PhaseReport,
+    SummarizerCost,
+    TurnObservation,
+)
 from otel_compaction.processor.decode import Signal
 from otel_compaction.processor.enrich import FLAG_KEYS
 from otel_compaction.processor.spanview import Position, parse_trace_view
@@ -54,10 +58,12 @@ from otel_compaction.semconv import CompactionMode, CompactionSource, PhaseSourc
 
 
 class ItemKind(enum.IntEnum):
-    """What an item feeds; the value orders items of one turn (compaction first)."""
+    """What an item feeds; the value orders items of one moment: a summarizer's cost
+    before the compaction it belongs to, a compaction before the turn that sees it."""
 
-    COMPACTION = 0
-    TURN = 1
+    SUMMARIZER = 0
+    COMPACTION = 1
+    TURN = 2
 
 
 @dataclass(slots=True)
@@ -82,6 +88,7 @@ class Item:
     turn: TurnObservation | None = None
     compaction: CompactionObservation | None = None
     phase: PhaseReport | None = None
+    summarizer: SummarizerCost | None = None
     provider: str | None = None
     target: Any = None
     position: Position | None = None
@@ -105,6 +112,7 @@ _SPAN_KEYS = frozenset(
         sc.GEN_AI_REQUEST_MODEL,
         sc.GEN_AI_RESPONSE_MODEL,
         sc.GEN_AI_USAGE_INPUT_TOKENS,
+        sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
         sc.TURN_INDEX,
         sc.CONTEXT_TOKENS,
         sc.CONTEXT_WINDOW,
@@ -136,22 +144,6 @@ _SPAN_KEYS = frozenset(
         *FLAG_KEYS,
     }
 )
-_LOG_KEYS = frozenset(
-    {
-        sc.CONVERSATION_ID,
-        sc.GEN_AI_CONVERSATION_ID,
-        sc.SESSION_ID,
-        sc.EVENT_NAME,
-        sc.CLAUDE_CODE_MODEL,
-        sc.CLAUDE_CODE_INPUT_TOKENS,
-        sc.CLAUDE_CODE_CACHE_READ_TOKENS,
-        sc.CLAUDE_CODE_CACHE_CREATION_TOKENS,
-        sc.CLAUDE_CODE_TRIGGER,
-        sc.CLAUDE_CODE_SUCCESS,
-        sc.CLAUDE_CODE_PRE_TOKENS,
-        sc.CLAUDE_CODE_POST_TOKENS,
-    }
-)
 _PHASE_KEYS = (
     sc.PHASE_NAME,
     sc.PHASE_SOURCE,
@@ -179,6 +171,7 @@ _COMPACTION_KEYS = (
     sc.SUMMARY_FAILED,
     sc.SUMMARY_ERROR,
     sc.COMPACTION_ID,
+    sc.CONTEXT_FIXED_TOKENS,
     *_PHASE_KEYS,
 )
 ENGINE_INPUT_KEYS = (sc.CONTEXT_TOKENS, sc.GEN_AI_USAGE_INPUT_TOKENS, sc.COMPACTION_SOURCE)
@@ -187,8 +180,6 @@ Collector configurations of tap mode filter the rest out before they reach the p
 _KEY_A, _KEY_B, _KEY_C = ENGINE_INPUT_KEYS  # the hot check in span_items, unrolled
 _INFERENCE_OPERATIONS = frozenset(sc.INFERENCE_OPERATIONS)
 _REPORTED = PhaseSource.REPORTED.value
-_CC_COMPACTION = {sc.CLAUDE_CODE_EVENT_COMPACTION, sc.CLAUDE_CODE_EVENT_COMPACTION.split(".")[1]}
-_CC_API_REQUEST = {sc.CLAUDE_CODE_EVENT_API_REQUEST, sc.CLAUDE_CODE_EVENT_API_REQUEST.split(".")[1]}
 
 
 def pick(attributes: Any, keys: frozenset[str]) -> dict[str, AttrValue]:
@@ -291,7 +282,8 @@ def _base(
         time_ns=span.start_time_unix_nano,
         trace_id=trace_id,
         span_id=span_id,
-        dedupe_key=hash((trace_id, span_id)),
+        # From the ids, not hash() (salted per process): the same key in every process.
+        dedupe_key=int.from_bytes(trace_id[-8:], "big") ^ int.from_bytes(span_id, "big"),
         provider=provider,
     )
 
@@ -331,6 +323,7 @@ def _turn_item(
         window=window if window and window > 0 else None,
         timestamp=item.time_ns / 1e9 or None,
         fixed_tokens=int_of(get(sc.CONTEXT_FIXED_TOKENS)),
+        cache_read_tokens=int_of(get(sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)),
     )
     if word_of(get(sc.PHASE_SOURCE)) == _REPORTED:
         item.phase = phase_report(decoded(attrs, _PHASE_KEYS))
@@ -363,6 +356,7 @@ def _compaction_item(span: Any, attrs: Mapping[str, AttrValue]) -> Item:
         # The agent's size after is the first call's context (measured): the same here.
         context_after=as_int(attrs.get(sc.TOKENS_AFTER)),
         error=as_str(attrs.get(sc.SUMMARY_ERROR)),
+        fixed_tokens=as_int(attrs.get(sc.CONTEXT_FIXED_TOKENS)),
     )
     item.phase = phase_report(attrs)
     return item
@@ -383,101 +377,4 @@ def phase_report(attrs: Mapping[str, AttrValue]) -> PhaseReport | None:
         name=name,
         confidence=float(confidence) if isinstance(confidence, int | float) else None,
         distribution=distribution or None,
-    )
-
-
-def logs_to_items(request: Any) -> Iterator[Item]:
-    """Every engine input in an ``ExportLogsServiceRequest`` (Claude Code events)."""
-    for rl in request.resource_logs:
-        resource = None
-        for sl in rl.scope_logs:
-            for record in sl.log_records:
-                name = _event_name(record)
-                if name is None:
-                    continue
-                if resource is None:
-                    resource = pick(rl.resource.attributes, _LOG_KEYS)
-                item = log_to_item(record, name, resource)
-                if item is not None:
-                    yield item
-
-
-def _event_name(record: Any) -> str | None:
-    name = record.event_name
-    if not name:
-        for kv in record.attributes:
-            if kv.key == sc.EVENT_NAME:
-                name = kv.value.string_value
-                break
-    if not name and record.body.WhichOneof("value") == "string_value":
-        name = record.body.string_value
-    if name in _CC_COMPACTION or name in _CC_API_REQUEST:
-        return str(name)
-    return None
-
-
-def log_to_item(record: Any, name: str, resource: Mapping[str, AttrValue]) -> Item | None:
-    """The engine input of one Claude Code log event."""
-    attrs = {**resource, **pick(record.attributes, _LOG_KEYS)}
-    key = (
-        as_str(attrs.get(sc.CONVERSATION_ID))
-        or as_str(attrs.get(sc.GEN_AI_CONVERSATION_ID))
-        or as_str(attrs.get(sc.SESSION_ID))
-        or (record.trace_id.hex() if record.trace_id else None)
-    )
-    if key is None:
-        return None
-    time_ns = record.time_unix_nano or record.observed_time_unix_nano
-    kind = ItemKind.COMPACTION if name in _CC_COMPACTION else ItemKind.TURN
-    item = Item(
-        conversation_id=key,
-        kind=kind,
-        turn_index=None,
-        time_ns=time_ns,
-        trace_id=record.trace_id,
-        span_id=record.span_id,
-        dedupe_key=hash((key, name, time_ns, record.SerializeToString(deterministic=True))),
-        provider=sc.PROVIDER_ANTHROPIC,
-        target=record,
-        signal=Signal.LOGS,
-    )
-    if kind is ItemKind.COMPACTION:
-        item.compaction = _cc_compaction(attrs, derived_compaction_id(key, time_ns), time_ns)
-        return item
-    tokens = sum(
-        as_int(attrs.get(k)) or 0
-        for k in (
-            sc.CLAUDE_CODE_INPUT_TOKENS,
-            sc.CLAUDE_CODE_CACHE_READ_TOKENS,
-            sc.CLAUDE_CODE_CACHE_CREATION_TOKENS,
-        )
-    )
-    item.turn = TurnObservation(
-        context_tokens=tokens,
-        model=as_word(attrs.get(sc.CLAUDE_CODE_MODEL)),
-        timestamp=time_ns / 1e9 or None,
-    )
-    return item
-
-
-def derived_compaction_id(conversation_id: str, time_ns: int) -> str:
-    """A stable id for a compaction its source gave none (the same event, the same id)."""
-    key = f"{conversation_id}\x00{time_ns}".encode()
-    return hashlib.blake2b(key, digest_size=8).hexdigest()
-
-
-def _cc_compaction(
-    attrs: Mapping[str, AttrValue], compaction_id: str, time_ns: int
-) -> CompactionObservation:
-    success = attrs.get(sc.CLAUDE_CODE_SUCCESS)
-    failed = success is False or (isinstance(success, str) and success.lower() == "false")
-    return CompactionObservation(
-        source=CompactionSource.IMPORT,
-        mode=CompactionMode.LOSSY,
-        trigger=as_word(attrs.get(sc.CLAUDE_CODE_TRIGGER)),
-        tokens_before=as_int(attrs.get(sc.CLAUDE_CODE_PRE_TOKENS)),
-        tokens_after=as_int(attrs.get(sc.CLAUDE_CODE_POST_TOKENS)),
-        failed=failed,
-        compaction_id=compaction_id,
-        timestamp=time_ns / 1e9 or None,
     )

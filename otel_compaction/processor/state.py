@@ -233,6 +233,10 @@ class ConversationState:
                 if result is not None:
                     applied.append(result)
                 continue
+            if item.kind is ItemKind.SUMMARIZER:
+                assert item.summarizer is not None
+                analyzer.observe_summarizer(item.summarizer)  # the next compaction's cost
+                continue
             turn_index = item.turn_index
             if turn_index is not None and turn_index <= mark:
                 self._skip(item, ProcessorReason.LATE)

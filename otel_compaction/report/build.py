@@ -1,10 +1,10 @@
 """Running the engine over input files and collecting what it said into a report.
 
 Agent transcripts are replayed through a ``ConversationRegistry`` as they are
-read; OTLP/JSON trace files go through the processor's ``ConversationState``
-(the same de-duplication, ordering and engine as the processor service), all
-of their spans first, so a conversation split over several files is put back
-in turn order.
+read; OTLP/JSON trace and log files go through the processor's
+``ConversationState`` (the same extraction, de-duplication, ordering and engine as
+the processor service), all of their spans and log records first, so a
+conversation split over several files is put back in order.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from opentelemetry.sdk.resources import SERVICE_NAME
 from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.model import CompactionAnalysis, TurnAnalysis
+from otel_compaction.processor.agent_events import logs_to_items
+from otel_compaction.processor.decode import Signal
 from otel_compaction.processor.extract import Item, spans_to_items
 from otel_compaction.processor.state import Applied, ConversationState
 from otel_compaction.report.model import ConversationReport, FileReport, FindingsReport
@@ -35,7 +37,7 @@ from otel_compaction.transcripts import (
     detect_format,
     read_transcript,
 )
-from otel_compaction.transcripts.detect import starts_like_otlp
+from otel_compaction.transcripts.detect import starts_like_otlp, starts_like_otlp_logs
 from otel_compaction.transcripts.otlp import read_otlp_requests
 
 INPUT_SUFFIXES = (".jsonl", ".json", ".ndjson")
@@ -191,13 +193,18 @@ class _Run:
             fmt = detect_format(path)
             if fmt is Format.UNKNOWN and starts_like_otlp(path):
                 fmt = Format.OTLP  # no request decodes, but it is OTLP: say why, line by line
+            if fmt is Format.UNKNOWN and starts_like_otlp_logs(path):
+                fmt = Format.OTLP_LOGS
             if fmt is Format.OTLP:
                 self._read_otlp(path)
+            elif fmt is Format.OTLP_LOGS:
+                self._read_otlp_logs(path)
             elif fmt in TRANSCRIPT_FORMATS:
                 self._read_transcript(path, fmt)
             elif fmt is Format.UNKNOWN:
                 raise TranscriptError(
-                    path, "not OTLP/JSON, a Claude Code transcript or a Codex rollout"
+                    path,
+                    "not OTLP/JSON traces or logs, a Claude Code transcript or a Codex rollout",
                 )
         except TranscriptError as exc:
             return FileReport(str(path), Format.UNKNOWN.value, exc.reason)
@@ -216,6 +223,19 @@ class _Run:
                 items.append(item)
         self.otlp.offer(items)
 
+    def _read_otlp_logs(self, path: Path) -> None:
+        """An agent's own log events (Claude Code's, Codex's), read as the processor does."""
+        items: list[Item] = []
+        for request in read_otlp_requests(path, self.diagnostics, self.progress, Signal.LOGS):
+            for resource_logs in request.resource_logs:
+                agent = _service_name(resource_logs)
+                for item in logs_to_items(_OneResource(resource_logs)):
+                    self.builder.announce(
+                        ConversationInfo(item.conversation_id, agent=agent, source=str(path))
+                    )
+                    items.append(item)
+        self.otlp.offer(items)
+
     def _read_transcript(self, path: Path, fmt: Format) -> None:
         self.unique.start_file(path.name)
         for raw in read_transcript(path, fmt, self.diagnostics, self.progress):
@@ -224,6 +244,15 @@ class _Run:
                 self.builder.announce(event)
             else:
                 self.builder.take(self.replayer.feed(event))
+
+
+class _OneResource:
+    """A logs request of one ``ResourceLogs`` (so each item's resource is known)."""
+
+    __slots__ = ("resource_logs",)
+
+    def __init__(self, resource_logs: Any) -> None:
+        self.resource_logs = (resource_logs,)
 
 
 def _service_name(resource_spans: Any) -> str | None:

@@ -313,12 +313,13 @@ def _flush_call(conv: _Conversation) -> Iterator[Event]:
         return
     conv.emitted.add(call.key)
     usage = call.usage
-    fresh = as_int(usage.get("input_tokens")) or 0
     write = as_int(usage.get("cache_creation_input_tokens"))
     read = as_int(usage.get("cache_read_input_tokens"))
-    context = fresh + (write or 0) + (read or 0)
-    observation = TurnObservation(
-        context_tokens=context,
+    # The same reading as Claude Code's api_request events (processor.agent_events).
+    observation = TurnObservation.of_anthropic_usage(
+        as_int(usage.get("input_tokens")),
+        read,
+        write,
         model=call.model,
         new_content_tokens=call.new_content,
         tool_output_tokens=call.tool_outputs,
@@ -329,7 +330,7 @@ def _flush_call(conv: _Conversation) -> Iterator[Event]:
     info = CallInfo(
         provider=PROVIDER_ANTHROPIC,
         response_id=call.key,
-        input_tokens=context,
+        input_tokens=observation.context_tokens,
         output_tokens=as_int(usage.get("output_tokens")),
         cache_read_tokens=read,
         cache_write_tokens=write,

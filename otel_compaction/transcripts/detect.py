@@ -5,6 +5,8 @@ Recognised:
 - ``otlp``: OTLP/JSON, one ``ExportTraceServiceRequest`` per line (the
   Collector's file exporter), or one such document pretty-printed over the
   whole file; an object with ``resourceSpans``;
+- ``otlp-logs``: the same with ``ExportLogsServiceRequest`` (``resourceLogs``): an
+  agent's own log events (Claude Code's, Codex's), as its OTLP log exporter sent them;
 - ``codex``: Codex CLI rollouts, lines ``{"timestamp", "type", "payload"}`` with
   ``type`` one of ``session_meta``, ``response_item``, ``turn_context``,
   ``event_msg``, ``compacted``;
@@ -44,6 +46,7 @@ class Format(enum.StrEnum):
     """A transcript or trace file format."""
 
     OTLP = "otlp"
+    OTLP_LOGS = "otlp-logs"
     CLAUDE_CODE = "claude-code"
     CODEX = "codex"
     EMPTY = "empty"
@@ -54,6 +57,8 @@ def classify_record(record: dict[str, Any]) -> Format | None:
     """The format one JSON object belongs to, or None when it does not tell."""
     if "resourceSpans" in record or "resource_spans" in record:
         return Format.OTLP
+    if "resourceLogs" in record or "resource_logs" in record:
+        return Format.OTLP_LOGS
     kind = record.get("type")
     if kind in CODEX_TYPES and "payload" in record:
         return Format.CODEX
@@ -91,21 +96,24 @@ def detect_format(path: Path) -> Format:
                 break
     if seen == 0:
         return Format.EMPTY
-    if first_char == "{" and is_whole_file_otlp(path):
-        return Format.OTLP
+    if first_char == "{":
+        return whole_file_otlp(path) or Format.UNKNOWN
     return Format.UNKNOWN
 
 
-def is_whole_file_otlp(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> bool:
-    """Whether the file is one pretty-printed OTLP/JSON document (small enough to load)."""
+def whole_file_otlp(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> Format | None:
+    """``OTLP`` or ``OTLP_LOGS`` when the file is one pretty-printed OTLP/JSON document
+    (small enough to load), else None."""
     data = read_document(path, limit)
     if data is None:
-        return False
+        return None
     value, _ = parse_line(data)
-    return value is not None and classify_record(value) is Format.OTLP
+    found = classify_record(value) if value is not None else None
+    return found if found in (Format.OTLP, Format.OTLP_LOGS) else None
 
 
 _OTLP_START = re.compile(rb'\A\s*\{\s*"(resourceSpans|resource_spans)"\s*:')
+_OTLP_LOGS_START = re.compile(rb'\A\s*\{\s*"(resourceLogs|resource_logs)"\s*:')
 
 
 def starts_like_otlp(path: Path) -> bool:
@@ -116,9 +124,18 @@ def starts_like_otlp(path: Path) -> bool:
     from one that is not OTLP at all, so that its lines can be reported as
     truncated OTLP.
     """
+    return _starts(path, _OTLP_START)
+
+
+def starts_like_otlp_logs(path: Path) -> bool:
+    """:func:`starts_like_otlp` for an ``ExportLogsServiceRequest``."""
+    return _starts(path, _OTLP_LOGS_START)
+
+
+def _starts(path: Path, pattern: re.Pattern[bytes]) -> bool:
     try:
         with path.open("rb") as handle:
             head = handle.read(4096)
     except OSError:
         return False
-    return _OTLP_START.match(head) is not None
+    return pattern.match(head) is not None

@@ -172,6 +172,12 @@ def _import_file(
             raise TranscriptError(
                 path, "already OTLP/JSON spans: nothing to convert (--otlp-endpoint replays it)"
             )
+        if fmt is Format.OTLP_LOGS:
+            raise TranscriptError(
+                path,
+                "OTLP/JSON log records (an agent's own events): `otel-compaction analyze` "
+                "reads them, and the processor takes them on its logs pipeline",
+            )
         unique.start_file(path.name)
         for raw in read_transcript(path, fmt, diagnostics, progress):
             event = unique.rename(raw)

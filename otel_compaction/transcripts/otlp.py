@@ -1,10 +1,14 @@
-"""OTLP/JSON trace files: the Collector's file exporter format, read with the processor's code.
+"""OTLP/JSON trace and log files: the Collector's file exporter format, read with the
+processor's code.
 
-Each line is one ``ExportTraceServiceRequest`` in OTLP/JSON (hex ids); a file
-holding one pretty-printed request is read too. Decoding is the processor's
-(``processor.decode.parse_json``) and so is the mapping from spans to engine
-inputs (``processor.extract.spans_to_items``): ``analyze`` on a trace file and
-the processor service reach their verdicts from exactly the same reading.
+Each line is one ``ExportTraceServiceRequest`` (or, in a log file, one
+``ExportLogsServiceRequest``: an agent's own events, as Claude Code's and Codex's
+OTLP log exporters send them) in OTLP/JSON (hex ids); a file holding one
+pretty-printed request is read too. Decoding is the processor's
+(``processor.decode.parse_json``) and so is the mapping to engine inputs
+(``processor.extract.spans_to_items``, ``processor.agent_events.logs_to_items``):
+``analyze`` on a file and the processor service reach their verdicts from exactly
+the same reading.
 
 Tool categories recorded on a span (``compaction.turn.tool_categories``, decided
 where the arguments were known) are read by the processor's mapping and used by
@@ -37,20 +41,24 @@ def read_otlp(
 
 
 def read_otlp_requests(
-    path: Path, diagnostics: Diagnostics, progress: Progress | None = None
+    path: Path,
+    diagnostics: Diagnostics,
+    progress: Progress | None = None,
+    signal: Signal = Signal.TRACES,
 ) -> Iterator[Message]:
-    """Every ``ExportTraceServiceRequest`` of an OTLP/JSON file, in file order.
+    """Every request of ``signal`` in an OTLP/JSON file, in file order.
 
-    A line that is not one is reported in ``diagnostics`` and skipped; a file
-    holding one pretty-printed request gives that request.
+    A line that is not one is reported in ``diagnostics`` and skipped (a request of
+    the other signal too: a file holds one); a file holding one pretty-printed
+    request gives that request.
     """
     first = True
     for lineno, raw in read_raw_lines(path, diagnostics, progress):
         try:
-            request = parse_json(Signal.TRACES, raw)
+            request = parse_json(signal, raw)
         except DecodeError as exc:
             if first and raw.lstrip().startswith(b"{"):
-                whole = _whole_document(path)
+                whole = _whole_document(path, signal)
                 if whole is not None:
                     yield whole
                     return
@@ -58,6 +66,9 @@ def read_otlp_requests(
             continue
         finally:
             first = False
+        if not request.ListFields() and _OTHER_SIGNAL[signal].search(raw[:4096]):
+            diagnostics.skip(path, lineno, f"not an OTLP/JSON {signal.spec.name} request")
+            continue
         yield request
 
 
@@ -82,15 +93,20 @@ def is_cut_short(text: bytes) -> bool:
 
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_OTHER_SIGNAL = {
+    Signal.TRACES: re.compile(rb'"(resourceLogs|resource_logs|resourceMetrics|resource_metrics)"'),
+    Signal.LOGS: re.compile(rb'"(resourceSpans|resource_spans|resourceMetrics|resource_metrics)"'),
+    Signal.METRICS: re.compile(rb'"(resourceSpans|resource_spans|resourceLogs|resource_logs)"'),
+}
 
 
-def _whole_document(path: Path) -> Message | None:
+def _whole_document(path: Path, signal: Signal) -> Message | None:
     """The file as one pretty-printed request, or None when it is not one."""
     data = read_document(path)
     if data is None:
         return None
     try:
-        request: Message = parse_json(Signal.TRACES, data)
+        request: Message = parse_json(signal, data)
         return request
     except DecodeError:
         return None

@@ -3,7 +3,10 @@
 Per conversation, one trace: a root ``invoke_agent {agent}`` span, and under it
 an inference span ``chat {model}`` per call (kind CLIENT, ``gen_ai.*`` usage
 and the ``compaction.*`` signals) and a ``compaction`` span per compaction
-(kind INTERNAL, linked to its lineage parent's span). Attributes come from the
+(kind INTERNAL, linked to its lineage parent's span; status ERROR when its
+summary step failed). A finding about a compaction whose span is written already
+(one the next compaction judged again, ``hindsight``) is a ``compaction.finding``
+span linked to it, as the live instrumentation emits it. Attributes come from the
 same ``emit.attributes`` builders as the live spans, plus the raw inputs the
 processor needs to recompute every verdict (new content, tool calls and their
 categories, tool output sizes).
@@ -22,6 +25,8 @@ from otel_compaction import semconv as sc
 from otel_compaction.config import Settings
 from otel_compaction.emit.attributes import (
     compaction_attributes,
+    compaction_status,
+    finding_attributes,
     transition_event_attributes,
     truncate_content,
     turn_attributes,
@@ -180,14 +185,34 @@ class SpanWriter:
         ]
 
     def _flush(self, state: _Trace, settled: CompactionAnalysis | None = None) -> None:
-        """Write the pending compaction, completed by ``settled`` when that is its settlement."""
+        """Write the pending compaction, completed by ``settled`` when that is its settlement;
+        findings about a compaction written already become finding spans."""
         pending, state.pending = state.pending, None
-        if pending is None:
-            return
-        event, analysis = pending
-        if settled is not None and settled.record.compaction_id == analysis.record.compaction_id:
-            analysis = analysis.merged(settled)
-        self._compaction(event, analysis)
+        if pending is not None:
+            event, analysis = pending
+            if (
+                settled is not None
+                and settled.record.compaction_id == analysis.record.compaction_id
+            ):
+                analysis, settled = analysis.merged(settled), None
+            self._compaction(event, analysis)
+        if settled is not None and settled.findings:
+            self._late_findings(state, settled)
+
+    def _late_findings(self, state: _Trace, settled: CompactionAnalysis) -> None:
+        compaction = state.spans.get(settled.record.compaction_id)
+        start_ns, _ = self._times(state, None, None)
+        for finding in settled.findings:
+            span = self._tracer.start_span(
+                sc.SPAN_FINDING,
+                context=self._parent(state, start_ns),
+                kind=SpanKind.INTERNAL,
+                attributes=finding_attributes(finding),
+                links=[Link(compaction)] if compaction is not None else None,
+                start_time=start_ns,
+            )
+            span.end(end_time=start_ns)
+            self.spans_written += 1
 
     def _compaction(self, event: CompactionEvent, analysis: CompactionAnalysis) -> None:
         state = self._state(event.conversation_id)
@@ -211,6 +236,9 @@ class SpanWriter:
             links=[Link(parent)] if parent is not None else None,
             start_time=start_ns,
         )
+        status = compaction_status(record)
+        if status is not None:
+            span.set_status(status)
         span.end(end_time=end_ns)
         state.spans[record.compaction_id] = span.get_span_context()
         self.spans_written += 1

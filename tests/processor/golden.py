@@ -34,9 +34,12 @@ def spans_to_lines(spans: list[ReadableSpan], batch: int = 8) -> list[str]:
 
 
 def read_requests(path: Path) -> Iterator[tuple[Signal, Any]]:
-    """The requests of a ``*.traces.jsonl`` or ``*.logs.jsonl`` file, in order."""
-    signal = Signal.LOGS if path.name.endswith(".logs.jsonl") else Signal.TRACES
-    for line in path.read_text(encoding="utf-8").splitlines():
+    """The requests of a ``*.traces.jsonl`` or ``*.logs.jsonl`` file (or of a capture of log
+    requests, whose lines start with ``resourceLogs``), in order."""
+    text = path.read_text(encoding="utf-8")
+    logs = path.name.endswith(".logs.jsonl") or text.lstrip().startswith('{"resourceLogs"')
+    signal = Signal.LOGS if logs else Signal.TRACES
+    for line in text.splitlines():
         if line.strip():
             yield signal, parse_json(signal, line.encode())
 

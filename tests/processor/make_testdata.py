@@ -19,8 +19,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from otel_compaction import semconv as sc
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.model import CompactionObservation, Finding, TurnObservation
+from otel_compaction.processor.agent_events import derived_compaction_id
 from otel_compaction.processor.decode import encode_json
-from otel_compaction.processor.extract import derived_compaction_id
 from otel_compaction.semconv import CompactionMode, CompactionSource
 from tests.processor.golden import TESTDATA, spans_to_lines
 from tests.processor.scenarios import BASE_NS, SCENARIOS, TURN_NS, render
@@ -87,6 +87,7 @@ def claude_code_oracle(events: list[tuple[str, dict[str, Any]]]) -> list[Finding
                         source=CompactionSource.IMPORT, mode=CompactionMode.LOSSY,
                         trigger="auto", tokens_before=int(attrs["pre_tokens"]),
                         tokens_after=int(attrs["post_tokens"]), timestamp=ts,
+                        summary_tokens=int(attrs["post_tokens"]),
                         compaction_id=derived_compaction_id(CC_SESSION, BASE_NS + i * TURN_NS),
                     )
                 ).findings

@@ -9,8 +9,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_compaction import semconv as sc
+from otel_compaction.processor.agent_events import logs_to_items
 from otel_compaction.processor.attributes import key_values
-from otel_compaction.processor.extract import ItemKind, logs_to_items, span_to_item
+from otel_compaction.processor.extract import ItemKind, span_to_item
 from otel_compaction.semconv import CompactionSource
 
 TRACE = bytes(range(16))

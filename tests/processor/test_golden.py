@@ -7,6 +7,11 @@ timestamps and order: in tap mode the finding spans; in enrich mode the spans
 and log records the processor changed (every other one must pass through
 unchanged, none lost, none added). ``UPDATE_GOLDEN=1`` rewrites the expected
 output files (review the diff).
+
+The real captures of Claude Code's and Codex's own OTLP log export
+(``tests/data/otel-captures``) are rows too: their expected findings are not an
+oracle's but the verdicts docs/processor.md#claude-code-and-codex-telemetry argues
+from the capture's figures, and ``analyze`` must reach the same ones.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,15 +37,21 @@ class Case:
     mode: str
     detectors: dict[str, Any] = field(default_factory=dict)
     expect: str = ""
+    source: Path = TESTDATA
+    """Where the input file is: ``testdata/``, or the captures' folder."""
 
     @property
-    def input(self) -> str:
-        return next(p.name for p in TESTDATA.glob(f"{self.name}.*.jsonl"))
+    def input(self) -> Path:
+        return next(self.source.glob(f"{self.name}*.jsonl"))
 
     @property
     def stem(self) -> str:
         return self.expect or self.name
 
+
+CAPTURES = Path(__file__).resolve().parents[1] / "data" / "otel-captures"
+CLAUDE_CODE_CAPTURE = "telltale-claude-2.1.257-S7"
+CODEX_CAPTURE = "telltale-codex-0.150.1-S1"
 
 CASES = [
     Case("boundary_000", "tap"),
@@ -53,6 +65,10 @@ CASES = [
     # The fleet's own thresholds decide: a higher veto clears the boundary finding.
     Case("boundary_000", "tap", {"transition_veto": 0.9}, "boundary_000.veto90"),
     Case("boundary_000", "enrich", {"transition_veto": 0.9}, "boundary_000.veto90"),
+    Case(CLAUDE_CODE_CAPTURE, "tap", source=CAPTURES),
+    Case(CLAUDE_CODE_CAPTURE, "enrich", source=CAPTURES),
+    Case(CODEX_CAPTURE, "tap", source=CAPTURES),
+    Case(CODEX_CAPTURE, "enrich", source=CAPTURES),
 ]
 
 
@@ -62,7 +78,7 @@ def _load(name: str) -> Any:
 
 def _run(case: Case, factory: PipelineFactory) -> tuple[list[Any], list[Any]]:
     pipeline, out = factory(case.mode, detectors=case.detectors)
-    for signal, request in read_requests(TESTDATA / case.input):
+    for signal, request in read_requests(case.input):
         pipeline.submit(signal, request, "http")
         pipeline.step()
     pipeline.drain()
@@ -70,7 +86,7 @@ def _run(case: Case, factory: PipelineFactory) -> tuple[list[Any], list[Any]]:
     findings.sort(key=lambda d: json.dumps(d, sort_keys=True))
     if case.mode == "tap":
         return findings, normalize_requests(queued(pipeline))
-    inputs = [request for _, request in read_requests(TESTDATA / case.input)]
+    inputs = [request for _, request in read_requests(case.input)]
     # Findings the size after a compaction decided come after its span or record went on:
     # enrich mode sends them as finding spans, beside the changed items.
     outputs = queued(pipeline)
