@@ -11,7 +11,7 @@ names the finding):
   each came within ``thrashing_turns`` turns of the previous one;
 - ``no_progress`` (Codex's guard): the last ``no_progress_count`` compactions
   were each ineffective (``ineffective.py``), on the context of the first call
-  after each.
+  after each or by how soon the next one followed (``refilled``).
 
 All three are judged once the compaction is settled (its size after known), so
 the reason can say what this compaction itself bought.

@@ -5,10 +5,14 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+from otel_compaction.emit.metrics import CompactionMetrics
 from otel_compaction.processor.config import ProcessorConfig, load_config
 from otel_compaction.processor.decode import Signal
 from otel_compaction.processor.pipeline import Pipeline
@@ -53,3 +57,21 @@ def queued(pipeline: Pipeline) -> list[Any]:
         signal = next(s for s in Signal if f"-{s.spec.name}-" in path.name)
         out.append(signal.spec.request.FromString(path.read_bytes()))
     return out
+
+
+def _ignore(*_args: object) -> None:
+    return None
+
+
+def metrics_pipeline(tmp_path: Path) -> tuple[Pipeline, InMemoryMetricReader]:
+    """A tap-mode pipeline whose compaction metrics go to an in-memory reader (its own
+    counters of received, rejected and dropped items are not looked at)."""
+    reader = InMemoryMetricReader()
+    meter = MeterProvider(metric_readers=[reader]).get_meter("test")
+    metrics: Any = SimpleNamespace(
+        compaction=CompactionMetrics(meter), received=_ignore, rejected=_ignore, dropped=_ignore
+    )
+    config = make_config(tmp_path)
+    assert config.forward.queue.directory is not None
+    queue = PersistentQueue(config.forward.queue.directory)
+    return Pipeline(config, queue=queue, metrics=metrics), reader

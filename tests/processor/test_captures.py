@@ -10,31 +10,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
+from opentelemetry.sdk.metrics.export import NumberDataPoint
 
 from otel_compaction import semconv as sc
 from otel_compaction.config import Settings
-from otel_compaction.emit.metrics import CompactionMetrics
 from otel_compaction.processor.agent_events import logs_to_items
 from otel_compaction.processor.extract import Item, ItemKind
-from otel_compaction.processor.pipeline import Pipeline
-from otel_compaction.processor.queue import PersistentQueue
 from otel_compaction.report.build import analyze_files
-from tests.processor.conftest import make_config
+from tests.processor.conftest import metrics_pipeline
 from tests.processor.golden import TESTDATA, read_requests
 from tests.processor.test_golden import CAPTURES, CLAUDE_CODE_CAPTURE, CODEX_CAPTURE
 
 FIXED_PART = "24,689 tokens"
 """What each agent request after a compaction read from the cache: the system prompt and tools."""
-
-
-def _ignore(*_args: object) -> None:
-    """The pipeline's own counters (received, rejected, dropped): not looked at here."""
 
 
 def _items(name: str) -> list[Item]:
@@ -128,16 +119,7 @@ def test_analyze_counts_agent_turns_only() -> None:
 
 def test_the_failed_compaction_is_counted_by_its_error(tmp_path: Path) -> None:
     """``compaction.compactions.failed`` counts the attempt with error too_few_groups."""
-    reader = InMemoryMetricReader()
-    meter = MeterProvider(metric_readers=[reader]).get_meter("test")
-    metrics: Any = SimpleNamespace(
-        compaction=CompactionMetrics(meter), received=_ignore, rejected=_ignore, dropped=_ignore
-    )
-    config = make_config(tmp_path)
-    assert config.forward.queue.directory is not None
-    pipeline = Pipeline(
-        config, queue=PersistentQueue(config.forward.queue.directory), metrics=metrics
-    )
+    pipeline, reader = metrics_pipeline(tmp_path)
     for signal, request in read_requests(CAPTURES / f"{CLAUDE_CODE_CAPTURE}.jsonl"):
         pipeline.submit(signal, request, "http")
         pipeline.step()

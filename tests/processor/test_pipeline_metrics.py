@@ -3,36 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
-
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from otel_compaction import semconv as sc
-from otel_compaction.emit.metrics import CompactionMetrics
-from otel_compaction.processor.pipeline import Pipeline
-from otel_compaction.processor.queue import PersistentQueue
-from tests.processor.conftest import make_config
+from tests.processor.conftest import metrics_pipeline
 from tests.processor.golden import TESTDATA, read_requests
-
-
-def _ignore(*_args: Any) -> None:
-    return None
 
 
 def test_compaction_metric_exemplars_carry_the_compaction_spans(tmp_path: Path) -> None:
     """Each exemplar of the compaction counter is one of the input's compaction spans."""
-    reader = InMemoryMetricReader()
-    meter = MeterProvider(metric_readers=[reader]).get_meter("test")
-    # The pipeline's counters of its own (received, rejected, dropped) are not looked at here.
-    metrics: Any = SimpleNamespace(
-        compaction=CompactionMetrics(meter), received=_ignore, rejected=_ignore, dropped=_ignore
-    )
-    config = make_config(tmp_path)
-    assert config.forward.queue.directory is not None
-    queue = PersistentQueue(config.forward.queue.directory)
-    pipeline = Pipeline(config, queue=queue, metrics=metrics)
+    pipeline, reader = metrics_pipeline(tmp_path)
     compaction_spans = set()
     for signal, request in read_requests(TESTDATA / "livelock_004.traces.jsonl"):
         for rs in request.resource_spans:
