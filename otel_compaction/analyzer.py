@@ -111,7 +111,7 @@ class ConversationAnalyzer:
         "_detectors",
         "_fixed",
         "_floor",
-        "_found",
+        "_judged_ineffective",
         "_later",
         "_lineage",
         "_livelocked",
@@ -157,8 +157,8 @@ class ConversationAnalyzer:
         self._fixed: int | None = None
         self._unsettled: tuple[FindingKind, ...] | None = None
         """The kinds found on a compaction waiting for the first call after it."""
-        self._found: tuple[FindingKind, ...] = ()
-        """The kinds found on the latest compaction, in all its steps."""
+        self._judged_ineffective = False
+        """Whether the last compaction was flagged ineffective already (no hindsight then)."""
         self._summarizer: SummarizerCost | None = None
         """The summarizer's calls since the last turn, for the compaction reported next."""
         self.last_seen = clock()
@@ -329,7 +329,7 @@ class ConversationAnalyzer:
             self._unsettled = tuple(f.kind for f in findings)
         if previous is None:
             previous = self._hindsight(record, history)
-        self._found = tuple(f.kind for f in findings)
+        self._judged_ineffective = _ineffective(findings)
         self._update_livelock(record, history, findings)
         self._compacted_pending = True
         if obs.mode is CompactionMode.PRUNE:
@@ -372,7 +372,9 @@ class ConversationAnalyzer:
             fixed_tokens=self._fixed,
         )
         findings = run_detectors(ctx, self._later, exclude=frozenset(found))
-        self._found = (*found, *_kinds_of(findings))
+        self._judged_ineffective = FindingKind.INEFFECTIVE_COMPACTION in found or _ineffective(
+            findings
+        )
         self._update_livelock(record, ctx.history, findings)
         return CompactionAnalysis(record, pressure, None, findings)
 
@@ -392,7 +394,7 @@ class ConversationAnalyzer:
     ) -> CompactionAnalysis | None:
         """The previous compaction judged again by how soon ``record`` followed it: one that
         bought fewer than ``ineffective_min_turns`` calls bought nothing (``refilled``)."""
-        if not history or FindingKind.INEFFECTIVE_COMPACTION in self._found:
+        if not history or self._judged_ineffective:
             return None
         if not any(d.kind is FindingKind.INEFFECTIVE_COMPACTION for d in self._later):
             return None  # the rule is not among this analyzer's detectors
@@ -460,8 +462,8 @@ def _kinds(findings: tuple[Finding, ...]) -> frozenset[FindingKind]:
     return frozenset(f.kind for f in findings)
 
 
-def _kinds_of(findings: tuple[Finding, ...]) -> tuple[FindingKind, ...]:
-    return tuple(f.kind for f in findings)
+def _ineffective(findings: tuple[Finding, ...]) -> bool:
+    return any(f.kind is FindingKind.INEFFECTIVE_COMPACTION for f in findings)
 
 
 def _parse_category(value: str) -> ToolCategory | None:
