@@ -49,6 +49,7 @@ from typing import Any
 from otel_compaction.instrument._messages import MessageFacts, describe, fingerprint, text_of
 from otel_compaction.instrument._rewrite import (
     Rewrite,
+    common_head,
     edited_in_place,
     infer_rewrite,
     replaced_whole,
@@ -323,7 +324,7 @@ class HistoryTracker:
         if history is None:
             return self._store(cid, system_key, msgs, facts, model, inferred=False, first=True)
         rewrite = self._shrinking(history, facts, msgs) or self._rewrite(history, facts, msgs)
-        start = rewrite.new_start if rewrite else _common(history.facts, facts)
+        start = rewrite.new_start if rewrite else common_head(history.facts, facts)
         return self._store(
             cid, system_key, msgs, facts, model, inferred=False, rewrite=rewrite, start=start
         )
@@ -514,7 +515,7 @@ class HistoryTracker:
         """The candidate sharing the longest prefix beyond the anchor (a retry from there)."""
         best: tuple[_History, int] | None = None
         for history in candidates:
-            common = _common(history.facts, facts)
+            common = common_head(history.facts, facts)
             if common > anchor and (best is None or common > best[1]):
                 best = (history, common)
         return best
@@ -700,15 +701,6 @@ def _same(key: int, message: Any) -> bool:
         return describe(message).key == key
     except Exception:  # noqa: BLE001 - a foreign message that cannot be read matches nothing
         return False
-
-
-def _common(old: Sequence[MessageFacts], new: Sequence[MessageFacts]) -> int:
-    count = 0
-    for a, b in zip(old, new, strict=False):
-        if a.key != b.key:
-            break
-        count += 1
-    return count
 
 
 def _after_summary(facts: Sequence[MessageFacts]) -> int:

@@ -85,7 +85,8 @@ def cleared_in_place(
     )
 
 
-def _common_head(old: Sequence[MessageFacts], new: Sequence[MessageFacts]) -> int:
+def common_head(old: Sequence[MessageFacts], new: Sequence[MessageFacts]) -> int:
+    """How many leading messages ``old`` and ``new`` share (by content key)."""
     head = 0
     for a, b in zip(old, new, strict=False):
         if a.key != b.key:
@@ -125,7 +126,7 @@ def head_replaced(
     new_messages: Sequence[Any],
 ) -> Rewrite | None:
     """A run of old messages replaced by new ones (or by nothing), a verbatim tail kept."""
-    head = _common_head(old, new)
+    head = common_head(old, new)
     j, i, r = _tail_run(old, new, head)
     if r == 0:
         # No verbatim tail: the summary is what follows the head, the rest is new.
