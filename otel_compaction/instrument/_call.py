@@ -34,7 +34,7 @@ from otel_compaction.instrument._runtime import Runtime
 from otel_compaction.instrument._scope import ConversationRef
 from otel_compaction.instrument._spans import emit_settled, end_with_error, response_attributes
 from otel_compaction.model import TurnAnalysis, TurnObservation
-from otel_compaction.signals.tokens import tokens_for_chars as tokens
+from otel_compaction.signals.tokens import tokens_for_chars
 
 _ENDING = threading.Lock()
 """Makes ``finish`` run once per call (held for a flag's test and set only: one lock for
@@ -158,7 +158,7 @@ class InferenceCall:
         last, measured = analyzer.pressure, response.input_tokens
         if last is None or measured is None or self.conversation is None:
             return
-        added = tokens(sum([f.chars for f in placement.new_facts]))
+        added = tokens_for_chars(sum([f.chars for f in placement.new_facts]))
         if measured >= last.context_tokens + added * REREAD_SHARE:
             return
         try:
@@ -209,12 +209,12 @@ class InferenceCall:
         context = response.input_tokens if response is not None else None
         if context is None:
             chars = self.placement.context_chars if self.placement is not None else 0
-            context = tokens(chars + fingerprint(self.request.system)[1])
+            context = tokens_for_chars(chars + fingerprint(self.request.system)[1])
         observation = TurnObservation(
             context_tokens=context,
             model=self.request.model or (response.model if response else None),
-            new_content_tokens=tokens(sum([f.content_chars for f in new])),
-            tool_output_tokens=tuple([tokens(c) for f in new for c in f.tool_results]),
+            new_content_tokens=tokens_for_chars(sum([f.content_chars for f in new])),
+            tool_output_tokens=tuple([tokens_for_chars(c) for f in new for c in f.tool_results]),
             tool_calls=tuple(response.tool_calls) if response else (),
             tool_arguments=tuple(response.tool_arguments) if response else (),
         )

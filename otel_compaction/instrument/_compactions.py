@@ -25,8 +25,7 @@ from otel_compaction.lineage.text import SURVIVAL_EXTRACTIVE, survival
 from otel_compaction.lineage.text import fingerprint as summary_fingerprint
 from otel_compaction.model import CompactionObservation
 from otel_compaction.semconv import CompactionMode, CompactionSource
-from otel_compaction.signals.tokens import estimate_tokens
-from otel_compaction.signals.tokens import tokens_for_chars as tokens
+from otel_compaction.signals.tokens import estimate_tokens, tokens_for_chars
 
 if TYPE_CHECKING:
     from otel_compaction.instrument._call import InferenceCall
@@ -102,7 +101,7 @@ def _before_tokens(call: InferenceCall, analyzer: ConversationAnalyzer) -> int |
     if analyzer.pressure is None:
         return None
     new = call.placement.new_facts if call.placement is not None else ()
-    return analyzer.pressure.context_tokens + tokens(sum(f.chars for f in new))
+    return analyzer.pressure.context_tokens + tokens_for_chars(sum(f.chars for f in new))
 
 
 def _inferred(
@@ -117,7 +116,9 @@ def _inferred(
         return
     before = _before_tokens(call, analyzer)
     if before is None:
-        before = tokens(placement.context_chars - rewrite.inserted_chars + rewrite.dropped_chars)
+        before = tokens_for_chars(
+            placement.context_chars - rewrite.inserted_chars + rewrite.dropped_chars
+        )
     dropped = tuple(text_of(m) for m in rewrite.dropped)
     retained = tuple(text_of(m) for m in rewrite.retained)
     observation = CompactionObservation(
@@ -125,9 +126,9 @@ def _inferred(
         mode=_inferred_mode(rewrite, dropped, (summary, *retained)),
         trigger=rewrite.trigger,
         tokens_before=before,
-        tokens_after=tokens(placement.context_chars),
-        summary_tokens=tokens(rewrite.inserted_chars) if rewrite.inserted else None,
-        retained_tail_tokens=tokens(rewrite.retained_chars),
+        tokens_after=tokens_for_chars(placement.context_chars),
+        summary_tokens=tokens_for_chars(rewrite.inserted_chars) if rewrite.inserted else None,
+        retained_tail_tokens=tokens_for_chars(rewrite.retained_chars),
         summary_text=summary or None,
         compacted_texts=dropped,
         retained_texts=retained,

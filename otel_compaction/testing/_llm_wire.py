@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from otel_compaction.signals.tokens import estimate_tokens as text_tokens
 
 _counter = itertools.count(1)
 
@@ -106,7 +107,7 @@ def estimate_tokens(value: Any) -> int:
     if value is None:
         return 0
     text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
-    return math.ceil(len(text) / 4)
+    return text_tokens(text)
 
 
 def new_id(prefix: str) -> str:

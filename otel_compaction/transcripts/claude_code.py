@@ -42,6 +42,7 @@ from typing import Any
 
 from otel_compaction.model import CompactionObservation, TurnObservation
 from otel_compaction.semconv import PROVIDER_ANTHROPIC, CompactionMode, CompactionSource
+from otel_compaction.signals.tokens import estimate_tokens
 from otel_compaction.transcripts.events import (
     CallInfo,
     CompactionEvent,
@@ -56,7 +57,6 @@ from otel_compaction.transcripts.text import (
     as_int,
     content_text,
     parse_timestamp,
-    tokens_of,
 )
 
 AGENT = "claude-code"
@@ -224,13 +224,13 @@ class _Reader:
         if isinstance(content, list):
             for block in content:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
-                    size = tokens_of(content_text(block.get("content")))
+                    size = estimate_tokens(content_text(block.get("content")))
                     conv.tool_outputs.append(size)
                     conv.new_content += size
                 else:
-                    conv.new_content += tokens_of(content_text(block))
+                    conv.new_content += estimate_tokens(content_text(block))
         else:
-            conv.new_content += tokens_of(content_text(content))
+            conv.new_content += estimate_tokens(content_text(content))
 
     def _system(self, conv: _Conversation, record: dict[str, Any], line: int) -> Iterator[Event]:
         subtype = record.get("subtype")

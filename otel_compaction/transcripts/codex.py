@@ -28,6 +28,7 @@ from typing import Any
 
 from otel_compaction.model import CompactionObservation, TurnObservation
 from otel_compaction.semconv import PROVIDER_OPENAI, CompactionMode, CompactionSource
+from otel_compaction.signals.tokens import estimate_tokens
 from otel_compaction.transcripts.events import (
     CallInfo,
     CompactionEvent,
@@ -42,7 +43,6 @@ from otel_compaction.transcripts.text import (
     as_int,
     content_text,
     parse_timestamp,
-    tokens_of,
 )
 
 AGENT = "codex"
@@ -139,11 +139,11 @@ def _response_item(state: _State, payload: dict[str, Any], when: float | None) -
     elif item == "web_search_call":
         state.tools.append(("web_search", None))
     elif isinstance(item, str) and item.endswith("_output"):
-        size = tokens_of(_output_text(payload.get("output")))
+        size = estimate_tokens(_output_text(payload.get("output")))
         state.tool_outputs.append(size)
         state.new_content += size
     elif item == "message" and payload.get("role") == "user":
-        state.new_content += tokens_of(content_text(payload.get("content")))
+        state.new_content += estimate_tokens(content_text(payload.get("content")))
 
 
 def _output_text(output: Any) -> str:

@@ -7,8 +7,6 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from otel_compaction.signals.tokens import estimate_tokens
-
 
 def content_text(content: Any) -> str:
     """The text of a message's content: a string, or a list of blocks.
@@ -34,11 +32,6 @@ def content_text(content: Any) -> str:
         elif isinstance(item, list):
             stack.extend(reversed(item))
     return "\n".join(parts)
-
-
-def tokens_of(text: str) -> int:
-    """The project's token estimate for text nobody counted (see ``signals.tokens``)."""
-    return estimate_tokens(text)
 
 
 def arguments_text(value: Any) -> str | None:
