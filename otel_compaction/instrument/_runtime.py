@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from opentelemetry.trace import SpanContext, TracerProvider
 from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.emit.metrics import CompactionMetrics
+from otel_compaction.instrument._guard import Guard
 from otel_compaction.instrument._history import HistoryTracker
 from otel_compaction.model import Finding
 from otel_compaction.semconv import SCHEMA_URL
@@ -111,72 +111,6 @@ class UnsettledSpans:
 
     def __len__(self) -> int:
         return len(self._data)
-
-
-class _Stage:
-    """``with guard.stage(name):`` swallows an ``Exception`` of the block and reports it."""
-
-    __slots__ = ("_guard", "_name")
-
-    def __init__(self, guard: Guard, name: str) -> None:
-        self._guard = guard
-        self._name = name
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> bool:
-        if exc_type is None or not issubclass(exc_type, Exception):
-            return False
-        self._guard.failed(self._name)
-        return True
-
-
-class Guard:
-    """Catches what an instrumentation stage raised: logged once per stage, counted.
-
-    Wrap every stage in ``with guard.stage(name):`` (or call :meth:`failed` from
-    an ``except`` block); the host's call then goes on exactly as if we were not
-    there. ``BaseException``s that are not errors (cancellation, exit) pass.
-    """
-
-    __slots__ = ("_logged", "_stages", "metrics")
-
-    def __init__(self, metrics: CompactionMetrics | None = None) -> None:
-        self.metrics = metrics
-        self._logged: set[str] = set()
-        self._stages: dict[str, _Stage] = {}
-
-    def stage(self, name: str) -> _Stage:
-        """A reusable context manager guarding stage ``name``."""
-        stage = self._stages.get(name)
-        if stage is None:
-            stage = self._stages[name] = _Stage(self, name)
-        return stage
-
-    def failed(self, stage: str) -> None:
-        """Record the exception being handled as an internal error of ``stage``."""
-        try:
-            if stage not in self._logged:
-                self._logged.add(stage)
-                # No traceback in the host's log by default: it is one DEBUG line away.
-                logger.warning(
-                    "otel-compaction: internal error in stage %r (%s); the LLM call is "
-                    "unaffected (this and further errors of the stage, with their traceback, "
-                    "are logged at debug level on %s)",
-                    stage, _error_name(), logger.name,
-                )  # fmt: skip
-            logger.debug("otel-compaction: internal error in stage %r", stage, exc_info=True)
-            if self.metrics is not None:
-                self.metrics.record_error(stage)
-        except Exception:  # noqa: BLE001, S110 - the error path itself must never raise
-            pass
-
-
-def _error_name() -> str:
-    """The class of the exception being handled (never its message: it may hold content)."""
-    error = sys.exc_info()[1]
-    return type(error).__name__ if error is not None else "unknown error"
 
 
 class Runtime:

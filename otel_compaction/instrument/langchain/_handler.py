@@ -19,6 +19,7 @@ into LangChain: an internal error is logged once per callback and counted in
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -29,12 +30,12 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import LLMResult
 
 from otel_compaction.analyzer import ConversationAnalyzer, ConversationRegistry
+from otel_compaction.instrument._guard import Guard
 from otel_compaction.instrument._runtime import Runtime
 from otel_compaction.instrument._scope import ConversationRef, given_conversation
 from otel_compaction.instrument.langchain import _callargs as args
 from otel_compaction.instrument.langchain import _messages as msg
 from otel_compaction.instrument.langchain import _recognize as rec
-from otel_compaction.instrument.langchain._guard import CallbackGuard, ErrorLog
 from otel_compaction.instrument.langchain._runs import AmbientConversation, Run, RunKind, RunTable
 from otel_compaction.instrument.langchain._scan import scan_input
 from otel_compaction.instrument.langchain._scope import FrameworkCall, enter_call, exit_call
@@ -46,6 +47,10 @@ from otel_compaction.instrument.langchain._telemetry import (
 )
 from otel_compaction.model import CompactionObservation
 
+logger = logging.getLogger("otel_compaction.instrument.langchain")
+
+ERROR_STAGE = "callback"
+"""The ``compaction.error.stage`` of every error a callback swallowed."""
 EXTRA_TOOLS_MEMORY = 32
 
 
@@ -74,13 +79,15 @@ class CompactionCallbackHandler(BaseCallbackHandler):
         self._runs = RunTable(ambient)
         self._states = ConversationStates(runtime.settings.max_conversations)
         self._lock = threading.RLock()
-        self._log = ErrorLog(runtime.metrics)
+        self._guard = Guard(
+            runtime.metrics, counted_as=ERROR_STAGE, logger=logger, kind="LangChain callback"
+        )
         self.enabled = True
 
     @property
     def errors(self) -> int:
         """Internal errors swallowed so far (also counted in the errors metric)."""
-        return self._log.errors
+        return self._guard.errors
 
     @property
     def registry(self) -> ConversationRegistry:
@@ -124,7 +131,7 @@ class CompactionCallbackHandler(BaseCallbackHandler):
         """Open the call's scope; record a prune visible in its input."""
         if not self.enabled:
             return
-        with CallbackGuard(self._lock, self._log, "on_chat_model_start"):
+        with self._lock, self._guard.stage("on_chat_model_start"):
             meta = metadata or {}
             conv = self._runs.conversation(run_id, parent_run_id, meta)
             history = messages[0] if messages else []
@@ -160,7 +167,7 @@ class CompactionCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Close the call's scope; record its compaction blocks and its turn."""
-        with CallbackGuard(self._lock, self._log, "on_llm_end"):
+        with self._lock, self._guard.stage("on_llm_end"):
             run = self._close(run_id)
             if run is None or run.kind is not RunKind.CHAT or run.internal or run.chat is None:
                 return
@@ -170,7 +177,7 @@ class CompactionCallbackHandler(BaseCallbackHandler):
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """Close a failed call's scope; a failed call is not a turn."""
-        with CallbackGuard(self._lock, self._log, "on_llm_error"):
+        with self._lock, self._guard.stage("on_llm_error"):
             self._close(run_id)
 
     def _turn(self, run: Run, response: AIMessage | None, llm_output: Any) -> None:
@@ -219,7 +226,7 @@ class CompactionCallbackHandler(BaseCallbackHandler):
         """Remember the run's state (the history before a summarization)."""
         if not self.enabled:
             return
-        with CallbackGuard(self._lock, self._log, "on_chain_start"):
+        with self._lock, self._guard.stage("on_chain_start"):
             meta = metadata or {}
             conv = self._runs.conversation(run_id, parent_run_id, meta)
             self._runs.add(run_id, Run(RunKind.CHAIN, conv, time.time_ns(), inputs=inputs))
@@ -235,7 +242,7 @@ class CompactionCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         """Record a summarization or a langmem running summary in the run's output."""
-        with CallbackGuard(self._lock, self._log, "on_chain_end"):
+        with self._lock, self._guard.stage("on_chain_end"):
             run = self._runs.pop(run_id)
             if run is None or outputs is None:
                 return
@@ -252,7 +259,7 @@ class CompactionCallbackHandler(BaseCallbackHandler):
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """Forget a failed run."""
-        with CallbackGuard(self._lock, self._log, "on_chain_error"):
+        with self._lock, self._guard.stage("on_chain_error"):
             self._runs.pop(run_id)
 
     def _summarization(
@@ -284,7 +291,7 @@ class CompactionCallbackHandler(BaseCallbackHandler):
         """Remember the tool's name for its end."""
         if not self.enabled:
             return
-        with CallbackGuard(self._lock, self._log, "on_tool_start"):
+        with self._lock, self._guard.stage("on_tool_start"):
             conv = self._runs.conversation(run_id, parent_run_id, metadata)
             name = args.text_or_none(kwargs.get("name")) or args.text_or_none(
                 (serialized or {}).get("name")
@@ -293,7 +300,7 @@ class CompactionCallbackHandler(BaseCallbackHandler):
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """Remember the result's size; a tool the model did not ask for is phase evidence."""
-        with CallbackGuard(self._lock, self._log, "on_tool_end"):
+        with self._lock, self._guard.stage("on_tool_end"):
             run = self._runs.pop(run_id)
             if run is None:
                 return
@@ -307,7 +314,7 @@ class CompactionCallbackHandler(BaseCallbackHandler):
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         """Forget a failed tool run."""
-        with CallbackGuard(self._lock, self._log, "on_tool_error"):
+        with self._lock, self._guard.stage("on_tool_error"):
             self._runs.pop(run_id)
 
     # ---------------------------------------------------------------- internals
