@@ -12,7 +12,6 @@ caller's call goes on untouched.
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -22,6 +21,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span
 
 from otel_compaction import semconv as sc
+from otel_compaction._once import Once
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.emit.attributes import transition_event_attributes, turn_attributes
 from otel_compaction.instrument import _scope as scope
@@ -36,7 +36,6 @@ from otel_compaction.instrument._spans import emit_settled, end_with_error, resp
 from otel_compaction.model import TurnAnalysis, TurnObservation
 from otel_compaction.signals.tokens import tokens_for_chars
 
-_ENDING = threading.Lock()
 """Makes ``finish`` run once per call (held for a flag's test and set only: one lock for
 all calls rather than one built per call)."""
 
@@ -91,7 +90,7 @@ class InferenceCall:
         self.pending = pending
         self.start_ns = time.time_ns()
         self.started = time.monotonic()
-        self._ended = False
+        self._ended = Once()
 
     # ------------------------------------------------------------ activation
 
@@ -118,10 +117,8 @@ class InferenceCall:
 
     def finish(self, response: ResponseInfo | None, error: BaseException | None = None) -> None:
         """Analyse and emit everything of this call; the second and later calls do nothing."""
-        with _ENDING:
-            if self._ended:
-                return
-            self._ended = True
+        if not self._ended.claim():
+            return
         guard = self.runtime.guard
         try:
             analyzer = turn = None

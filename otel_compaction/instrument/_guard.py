@@ -16,6 +16,7 @@ import logging
 import sys
 import threading
 
+from otel_compaction._once import OncePerKey
 from otel_compaction.emit.metrics import CompactionMetrics
 
 LOGGER = logging.getLogger("otel_compaction.instrument")
@@ -79,7 +80,7 @@ class Guard:
         self._logger = logger
         self._kind = kind
         self._lock = threading.Lock()
-        self._logged: set[str] = set()
+        self._logged = OncePerKey()
         self._stages: dict[str, _Stage] = {}
 
     def stage(self, name: str) -> _Stage:
@@ -95,9 +96,7 @@ class Guard:
             error = error if error is not None else sys.exc_info()[1]
             with self._lock:
                 self.errors += 1
-                first = stage not in self._logged
-                self._logged.add(stage)
-            if first:
+            if self._logged.claim(stage):
                 # No traceback in the host's log by default: it is one DEBUG line away.
                 self._logger.warning(
                     "otel-compaction: internal error in %s %r (%s); the application is "

@@ -17,6 +17,7 @@ from opentelemetry.instrumentation.dependencies import DependencyConflict, get_d
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 from opentelemetry.instrumentation.utils import unwrap
 
+from otel_compaction._once import Once
 from otel_compaction.config import Settings
 from otel_compaction.instrument import _runtime
 from otel_compaction.instrument._anthropic import AnthropicMessages
@@ -150,7 +151,7 @@ NO_SDK_WARNING = (
     "OTEL_* environment variables), set the global providers before instrument() as in the "
     "README's in-code example, or pass tracer_provider= and meter_provider= to instrument()"
 )
-_warned: list[bool] = []
+_warned = Once()
 
 
 def warn_without_sdk(tracer_provider: Any, meter_provider: Any) -> None:
@@ -164,9 +165,8 @@ def warn_without_sdk(tracer_provider: Any, meter_provider: Any) -> None:
         missing.append(("tracer provider", "spans"))
     if meter_provider is None and _is_api_default(metrics.get_meter_provider()):
         missing.append(("meter provider", "metrics"))
-    if not missing or _warned:
+    if not missing or not _warned.claim():
         return
-    _warned.append(True)
     what = " or ".join(name for name, _ in missing)
     signals = " and ".join(signal for _, signal in missing)
     logger.warning(NO_SDK_WARNING, what, signals)

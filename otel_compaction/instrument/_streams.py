@@ -11,12 +11,12 @@ generator in another task cannot fail to detach anything.
 
 from __future__ import annotations
 
-import threading
 import weakref
 from typing import Any
 
 import wrapt
 
+from otel_compaction._once import Once
 from otel_compaction.instrument._api import ProviderApi
 from otel_compaction.instrument._call import InferenceCall
 
@@ -24,7 +24,7 @@ from otel_compaction.instrument._call import InferenceCall
 class StreamState:
     """The accumulator and the once-only end of one streamed call."""
 
-    __slots__ = ("_broken", "_done", "_lock", "_seen", "api", "call", "reader", "source")
+    __slots__ = ("_broken", "_done", "_seen", "api", "call", "reader", "source")
 
     def __init__(self, call: InferenceCall, api: ProviderApi) -> None:
         self.call = call
@@ -33,9 +33,8 @@ class StreamState:
         self.source: Any = None
         """The stream itself, for helpers that parse events without the proxy (kept for GC)."""
         self._seen = False
-        self._done = False
+        self._done = Once()
         self._broken = False
-        self._lock = threading.Lock()
 
     def on_event(self, event: Any) -> None:
         """Accumulate one event; after an internal error, stop looking at events."""
@@ -55,10 +54,8 @@ class StreamState:
         its own events without iterating the proxy (older anthropic releases'
         ``MessageStream``) still has its accumulated message to read.
         """
-        with self._lock:
-            if self._done:
-                return
-            self._done = True
+        if not self._done.claim():
+            return
         response = None
         with self.call.runtime.guard.stage("stream"):
             response = self.reader.result()

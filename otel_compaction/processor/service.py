@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any, TextIO
 
+from otel_compaction._once import Once
 from otel_compaction.processor.admin import AdminServer
 from otel_compaction.processor.config import ProcessorConfig, split_endpoint
 from otel_compaction.processor.forward import Forwarder, Outcome, SendResult, make_sender
@@ -99,7 +100,7 @@ class ProcessorService:
         self.grpc: GrpcReceiver | None = None
         self.http: HttpReceiver | None = None
         self.admin: AdminServer | None = None
-        self._stopped = threading.Event()
+        self._stopped = Once()
 
     # ------------------------------------------------------------- lifecycle
 
@@ -152,9 +153,8 @@ class ProcessorService:
 
     def stop(self) -> bool:
         """Drain and stop; True when the queue was emptied (else it stays on disk)."""
-        if self._stopped.is_set():
+        if not self._stopped.claim():
             return True
-        self._stopped.set()
         if self.admin is not None:
             self.admin.ready.clear()
         if self.grpc is not None:

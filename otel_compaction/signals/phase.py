@@ -16,11 +16,11 @@ import functools
 import logging
 import math
 import operator
-import threading
 from collections.abc import Sequence
 
 import numpy as np
 
+from otel_compaction._once import OncePerKey
 from otel_compaction.config import Settings
 from otel_compaction.model import PhaseEstimate, PhaseReport, PhaseTransition
 from otel_compaction.semconv import PhaseSource
@@ -45,8 +45,7 @@ room to move on the next turns' evidence.
 """
 
 MAX_WARNED_PHASES = 64
-_warned_phases: set[str] = set()
-_warned_lock = threading.Lock()
+_warned_phases = OncePerKey(MAX_WARNED_PHASES)
 
 
 def reported_distribution(report: PhaseReport, phases: Sequence[str]) -> FloatArray | None:
@@ -317,10 +316,8 @@ def shared_categorizer(overrides: tuple[tuple[str, str], ...]) -> ToolCategorize
 
 
 def _warn_unknown_phase(name: str, phases: Sequence[str]) -> None:
-    with _warned_lock:
-        if name in _warned_phases or len(_warned_phases) >= MAX_WARNED_PHASES:
-            return
-        _warned_phases.add(name)
+    if not _warned_phases.claim(name):
+        return
     logger.warning(
         "ignoring reported phase %r: not one of the configured phases (%s)",
         name,

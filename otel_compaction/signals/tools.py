@@ -20,11 +20,12 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
 from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Final
+
+from otel_compaction._once import OncePerKey
 
 logger = logging.getLogger(__name__)
 
@@ -303,16 +304,13 @@ class ToolCategorizer:
 
 
 _MAX_WARNED_OVERRIDES = 64
-_warned_overrides: set[tuple[str, str]] = set()
-_warned_lock = threading.Lock()
+_warned_overrides = OncePerKey(_MAX_WARNED_OVERRIDES)
 
 
 def _warn_bad_override(tool: str, value: str) -> None:
     """Warn once per bad override (every conversation builds a categorizer)."""
-    with _warned_lock:
-        if (tool, value) in _warned_overrides or len(_warned_overrides) >= _MAX_WARNED_OVERRIDES:
-            return
-        _warned_overrides.add((tool, value))
+    if not _warned_overrides.claim((tool, value)):
+        return
     logger.warning(
         "ignoring tool category override %s=%s: the category must be one of %s",
         tool,

@@ -28,10 +28,10 @@ from __future__ import annotations
 import functools
 import logging
 import re
-import threading
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from otel_compaction._once import OncePerKey
 from otel_compaction.config import Settings
 
 logger = logging.getLogger(__name__)
@@ -166,8 +166,7 @@ _BY_LENGTH = tuple(sorted(MODEL_WINDOWS, key=len, reverse=True))
 MAX_WARNED_MODELS = 256
 """How many distinct unknown model names get their own warning."""
 
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
+_warned = OncePerKey(MAX_WARNED_MODELS)
 
 
 def normalize_model(model: str) -> str:
@@ -210,11 +209,9 @@ def context_window(model: str | None, settings: Settings) -> int:
 
 
 def _warn_unknown(model: str, default: int) -> None:
-    with _warned_lock:
-        if model in _warned or len(_warned) >= MAX_WARNED_MODELS:
-            return
-        _warned.add(model)
-        last = len(_warned) == MAX_WARNED_MODELS
+    if not _warned.claim(model):
+        return
+    last = _warned.full
     logger.warning(
         "unknown context window for model %r; using %d tokens. Set "
         "OTEL_PYTHON_COMPACTION_MODEL_WINDOWS=%s=<tokens> to fix the token fraction%s",

@@ -11,6 +11,7 @@ import pytest
 from opentelemetry.trace import SpanKind
 
 from otel_compaction import semconv as sc
+from otel_compaction._once import Once
 from otel_compaction.config import Settings
 from otel_compaction.instrument import CompactionInstrumentor
 from otel_compaction.testing import Capture
@@ -202,7 +203,7 @@ def test_instrument_without_an_sdk_warns_once_saying_what_to_add(
 
     from otel_compaction.instrument import _instrumentor
 
-    monkeypatch.setattr(_instrumentor, "_warned", [])
+    monkeypatch.setattr(_instrumentor, "_warned", Once())
     monkeypatch.setattr(trace, "get_tracer_provider", trace.ProxyTracerProvider)
     monkeypatch.setattr(metrics, "get_meter_provider", metrics.NoOpMeterProvider)
     caplog.set_level("WARNING", logger="otel_compaction.instrument")
@@ -225,7 +226,7 @@ def test_instrument_with_providers_does_not_warn(
 
     from otel_compaction.instrument import _instrumentor
 
-    monkeypatch.setattr(_instrumentor, "_warned", [])
+    monkeypatch.setattr(_instrumentor, "_warned", Once())
     monkeypatch.setattr(trace, "get_tracer_provider", trace.ProxyTracerProvider)
     caplog.set_level("WARNING", logger="otel_compaction.instrument")
     instrumentor = CompactionInstrumentor()

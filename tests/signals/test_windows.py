@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from otel_compaction._once import OncePerKey
 from otel_compaction.config import Settings
 from otel_compaction.signals import MODEL_WINDOWS, context_window, normalize_model
 from otel_compaction.signals import windows as windows_module
@@ -121,8 +122,7 @@ def test_warned_names_are_bounded(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Past MAX_WARNED_MODELS distinct unknown names, no more warnings and no more memory."""
-    monkeypatch.setattr(windows_module, "_warned", set())
-    monkeypatch.setattr(windows_module, "MAX_WARNED_MODELS", 3)
+    monkeypatch.setattr(windows_module, "_warned", OncePerKey(3))
     with caplog.at_level(logging.WARNING, logger=windows_module.__name__):
         for i in range(10):
             context_window(f"bounded-unknown-{i}", Settings())
