@@ -41,11 +41,11 @@ import functools
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
+from otel_compaction._bounded import BoundedMap
 from otel_compaction.config import Settings
 from otel_compaction.detectors import (
     DEFAULT_DETECTORS,
@@ -78,17 +78,17 @@ from otel_compaction.signals.windows import context_window
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], float]
-K = TypeVar("K")
-V = TypeVar("V")
 FindingListener = Callable[[Finding], None]
 
 LOCK_STRIPES = 64
 """How many locks the analyzers of one registry share (by conversation id)."""
 
 _MAX_PARSED = 256
-_parsed_categories: dict[str, ToolCategory | None] = {}
+_parsed_categories: BoundedMap[str, ToolCategory | None] = BoundedMap(_MAX_PARSED)
 _CATEGORY_VALUES: Final = {category: category.value for category in ToolCategory}
-_category_values_cache: dict[tuple[ToolCategory, ...], tuple[str, ...]] = {}
+_category_values_cache: BoundedMap[tuple[ToolCategory, ...], tuple[str, ...]] = BoundedMap(
+    _MAX_PARSED
+)
 
 
 class ConversationAnalyzer:
@@ -468,28 +468,16 @@ def _ineffective(findings: tuple[Finding, ...]) -> bool:
 
 def _parse_category(value: str) -> ToolCategory | None:
     """:func:`parse_category`, cached: spans repeat a handful of category names."""
-    return _cached(_parsed_categories, value, parse_category)
+    return _parsed_categories.cached(value, parse_category)
 
 
 def _category_values(categories: tuple[ToolCategory, ...]) -> tuple[str, ...]:
     """The categories' values, cached: a turn's calls fall into a handful of combinations."""
-    return _cached(_category_values_cache, categories, _values_of)
+    return _category_values_cache.cached(categories, _values_of)
 
 
 def _values_of(categories: tuple[ToolCategory, ...]) -> tuple[str, ...]:
     return tuple(map(_CATEGORY_VALUES.__getitem__, categories))
-
-
-def _cached(cache: dict[K, V], key: K, compute: Callable[[K], V]) -> V:
-    """``compute(key)`` through ``cache``, which is emptied when it reaches ``_MAX_PARSED``."""
-    try:
-        return cache[key]
-    except KeyError:
-        pass
-    if len(cache) >= _MAX_PARSED:
-        cache.clear()
-    found = cache[key] = compute(key)
-    return found
 
 
 def compacted_tokens(obs: CompactionObservation) -> int | None:
@@ -525,7 +513,9 @@ class ConversationRegistry:
         self._clock = clock
         self._detectors = tuple(detectors)
         self._lock = threading.Lock()
-        self._analyzers: OrderedDict[str, ConversationAnalyzer] = OrderedDict()
+        self._analyzers: BoundedMap[str, ConversationAnalyzer] = BoundedMap(
+            self.settings.max_conversations
+        )
         self._listeners: tuple[FindingListener, ...] = ()
         # One lock per stripe instead of one per analyzer (56 bytes each at
         # 100,000 conversations); an analyzer never takes another's lock, so
@@ -538,7 +528,6 @@ class ConversationRegistry:
         with self._lock:
             analyzer = self._analyzers.get(conversation_id)
             if analyzer is not None:
-                self._analyzers.move_to_end(conversation_id)
                 analyzer.last_seen = self._clock()
                 return analyzer
             self._expire_head()
@@ -550,15 +539,13 @@ class ConversationRegistry:
                 on_finding=self._on_finding,
                 lock=self._stripes[hash(conversation_id) % LOCK_STRIPES],
             )
-            self._analyzers[conversation_id] = analyzer
-            while len(self._analyzers) > self.settings.max_conversations:
-                self._analyzers.popitem(last=False)
+            self._analyzers.put(conversation_id, analyzer)
             return analyzer
 
     def peek(self, conversation_id: str) -> ConversationAnalyzer | None:
         """The conversation's analyzer if it is tracked, without creating or touching it."""
         with self._lock:
-            return self._analyzers.get(conversation_id)
+            return self._analyzers.peek(conversation_id)
 
     def __len__(self) -> int:
         with self._lock:
@@ -571,7 +558,7 @@ class ConversationRegistry:
     def ids(self) -> list[str]:
         """The tracked conversation ids, least recently used first."""
         with self._lock:
-            return list(self._analyzers)
+            return self._analyzers.keys()
 
     def expire(self) -> list[str]:
         """Drop every conversation idle for longer than the limit; return their ids."""
@@ -579,22 +566,22 @@ class ConversationRegistry:
         with self._lock:
             expired = [cid for cid, a in self._analyzers.items() if a.last_seen < limit]
             for cid in expired:
-                del self._analyzers[cid]
+                self._analyzers.pop(cid)
         return expired
 
     def _expire_head(self) -> None:
         """Drop idle conversations from the LRU end (cheap, amortised; lock held)."""
         limit = self._clock() - self.settings.conversation_idle_seconds
-        while self._analyzers:
-            cid, oldest = next(iter(self._analyzers.items()))
+        while (entry := self._analyzers.oldest()) is not None:
+            cid, oldest = entry
             if oldest.last_seen >= limit:
                 return
-            del self._analyzers[cid]
+            self._analyzers.pop(cid)
 
     def finish(self) -> list[CompactionAnalysis]:
         """:meth:`ConversationAnalyzer.finish` of every tracked conversation (end of input)."""
         with self._lock:
-            analyzers = list(self._analyzers.values())
+            analyzers = self._analyzers.values()
         return [found for a in analyzers if (found := a.finish()) is not None]
 
     def livelocked_count(self) -> int:

@@ -18,6 +18,7 @@ from opentelemetry.context import Context
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
 from otel_compaction import semconv as sc
+from otel_compaction._bounded import BoundedMap
 from otel_compaction.model import (
     CompactionAnalysis,
     CompactionRecord,
@@ -114,8 +115,12 @@ class CompactionMetrics:
         ]
         # Metric attribute sets built once and reused: the SDK copies what it is given, so a
         # shared dict is never changed, and a call then allocates no attribute dict of its own.
-        self._turn_attributes: dict[str | None, dict[str, str]] = {}
-        self._call_attributes: dict[tuple[str, str, str | None], _CallAttributes] = {}
+        self._turn_attributes: BoundedMap[str | None, dict[str, str]] = BoundedMap(
+            _MAX_ATTRIBUTE_SETS
+        )
+        self._call_attributes: BoundedMap[tuple[str, str, str | None], _CallAttributes] = (
+            BoundedMap(_MAX_ATTRIBUTE_SETS)
+        )
         self._prime()
 
     def _prime(self) -> None:
@@ -141,10 +146,7 @@ class CompactionMetrics:
         context: Context | None = None,
     ) -> None:
         """Record the token fraction of one inference call (``context``: its span's)."""
-        attrs = self._turn_attributes.get(provider)
-        if attrs is None:
-            attrs = {sc.GEN_AI_PROVIDER_NAME: provider} if provider else {}
-            _remember(self._turn_attributes, provider, attrs)
+        attrs = self._turn_attributes.cached(provider, _turn_attributes)
         self._token_fraction.record(analysis.pressure.token_fraction, attrs, context=context)
 
     def record_call(
@@ -166,10 +168,7 @@ class CompactionMetrics:
         ``context`` is the inference span's.
         """
         key = (operation, provider, model)
-        attrs = self._call_attributes.get(key)
-        if attrs is None:
-            attrs = _CallAttributes.of(operation, provider, model)
-            _remember(self._call_attributes, key, attrs)
+        attrs = self._call_attributes.cached(key, _CallAttributes.of)
         duration = attrs.duration
         if error_type is not None:
             duration = {**duration, sc.ERROR_TYPE: error_type}
@@ -243,12 +242,11 @@ class CompactionMetrics:
 
 
 _MAX_ATTRIBUTE_SETS = 256
-"""Cached attribute sets per kind (models are few; beyond this, sets are built per call)."""
+"""Cached attribute sets per kind (models are few; the least recently used go first)."""
 
 
-def _remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
-    if len(cache) < _MAX_ATTRIBUTE_SETS:
-        cache[key] = value
+def _turn_attributes(provider: str | None) -> dict[str, str]:
+    return {sc.GEN_AI_PROVIDER_NAME: provider} if provider else {}
 
 
 class _CallAttributes:
@@ -264,8 +262,9 @@ class _CallAttributes:
         self.output = output
 
     @classmethod
-    def of(cls, operation: str, provider: str, model: str | None) -> _CallAttributes:
-        """Build the three sets."""
+    def of(cls, key: tuple[str, str, str | None]) -> _CallAttributes:
+        """Build the three sets of ``(operation, provider, model)``."""
+        operation, provider, model = key
         base = {sc.GEN_AI_OPERATION_NAME: operation, sc.GEN_AI_PROVIDER_NAME: provider}
         if model:
             base[sc.GEN_AI_REQUEST_MODEL] = model

@@ -12,14 +12,14 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from opentelemetry import metrics, trace
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import SpanContext, TracerProvider
 
+from otel_compaction._bounded import BoundedMap
 from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.emit.metrics import CompactionMetrics
@@ -35,39 +35,6 @@ SCOPE = "otel_compaction"
 SPAN_MEMORY = 4096
 """Compaction span contexts remembered for lineage links; response ids for chaining."""
 
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class BoundedMap(Generic[K, V]):
-    """A thread-safe LRU map that forgets its oldest entry beyond ``limit``."""
-
-    __slots__ = ("_data", "_limit", "_lock")
-
-    def __init__(self, limit: int = SPAN_MEMORY) -> None:
-        self._data: OrderedDict[K, V] = OrderedDict()
-        self._limit = limit
-        self._lock = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        """The value of ``key``, refreshed as most recent (None if unknown)."""
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
-            return value
-
-    def put(self, key: K, value: V) -> None:
-        """Remember ``key`` as the most recent entry."""
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self._limit:
-                self._data.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
 
 class UnsettledSpans:
     """Compaction spans kept open until the first call after the compaction settles them.
@@ -80,37 +47,27 @@ class UnsettledSpans:
     ``uninstrument()`` and at exit).
     """
 
-    __slots__ = ("_data", "_limit", "_lock")
+    __slots__ = ("_held",)
 
     def __init__(self, limit: int = 1024) -> None:
-        self._data: OrderedDict[str, tuple[Any, int | None, Any]] = OrderedDict()
-        self._limit = limit
-        self._lock = threading.Lock()
+        self._held: BoundedMap[str, tuple[Any, int | None, Any]] = BoundedMap(limit)
 
     def hold(self, compaction_id: str, span: Any, end_ns: int | None, analysis: Any) -> None:
         """Keep ``span`` open for ``compaction_id``, with its end time and analysis."""
-        with self._lock:
-            self._data[compaction_id] = (span, end_ns, analysis)
-            evicted = []
-            while len(self._data) > self._limit:
-                evicted.append(self._data.popitem(last=False)[1])
-        for span_, end, _ in evicted:
+        for span_, end, _ in self._held.put(compaction_id, (span, end_ns, analysis)):
             span_.end(end_time=end)
 
     def take(self, compaction_id: str) -> tuple[Any, int | None, Any] | None:
         """Remove and return what is held for ``compaction_id``."""
-        with self._lock:
-            return self._data.pop(compaction_id, None)
+        return self._held.pop(compaction_id)
 
     def close_all(self) -> None:
         """End every held span as it is (its size after never came)."""
-        with self._lock:
-            held, self._data = list(self._data.values()), OrderedDict()
-        for span, end_ns, _ in held:
+        for span, end_ns, _ in self._held.drain():
             span.end(end_time=end_ns)
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._held)
 
 
 class Runtime:
@@ -148,11 +105,11 @@ class Runtime:
             meter, livelocked=self.registry.livelocked_count, active=self.registry.__len__
         )
         self.guard = Guard(self.metrics)
-        self.compaction_spans: BoundedMap[str, SpanContext] = BoundedMap()
+        self.compaction_spans: BoundedMap[str, SpanContext] = BoundedMap(SPAN_MEMORY)
         self.unsettled = UnsettledSpans()
-        self.response_conversations: BoundedMap[str, tuple[str, bool]] = BoundedMap()
-        self.cleared: BoundedMap[str, int] = BoundedMap()
-        self.enriched: BoundedMap[int, bool] = BoundedMap()
+        self.response_conversations: BoundedMap[str, tuple[str, bool]] = BoundedMap(SPAN_MEMORY)
+        self.cleared: BoundedMap[str, int] = BoundedMap(SPAN_MEMORY)
+        self.enriched: BoundedMap[int, bool] = BoundedMap(SPAN_MEMORY)
         if on_finding is not None:
             self.registry.add_listener(on_finding)
 

@@ -29,7 +29,7 @@ import json
 import logging
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -38,6 +38,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
+from otel_compaction._bounded import BoundedMap
 from otel_compaction.model import CompactionAnalysis, Finding
 from otel_compaction.processor.agent_events import logs_to_items
 from otel_compaction.processor.config import ProcessorConfig
@@ -127,7 +128,9 @@ class Pipeline:
         self._next_expiry = clock() + EXPIRE_EVERY_SECONDS
         self._retry_after = max(1, round(config.processing.reorder_window_seconds + 0.5))
         # Where recent compactions were seen, for the findings their settlement adds.
-        self._compaction_spans: OrderedDict[str, tuple[bytes, bytes, int]] = OrderedDict()
+        self._compaction_spans: BoundedMap[str, tuple[bytes, bytes, int]] = BoundedMap(
+            MAX_UNSETTLED
+        )
         self._release_failing = False
 
     # ----------------------------------------------------------------- input
@@ -298,15 +301,13 @@ class Pipeline:
             self._log_finding(finding)
             findings.append(FindingContext(finding, item.trace_id, item.span_id, item.time_ns))
         if not analysis.record.settled:
-            spans = self._compaction_spans
-            spans[analysis.record.compaction_id] = (item.trace_id, item.span_id, item.time_ns)
-            while len(spans) > MAX_UNSETTLED:
-                spans.popitem(last=False)
+            where = (item.trace_id, item.span_id, item.time_ns)
+            self._compaction_spans.put(analysis.record.compaction_id, where)
 
     def _settled(self, settled: CompactionAnalysis, item: Item, late: list[FindingContext]) -> None:
         """A turn settled a compaction: its reclaimed tokens, and its late findings, as
         finding spans under the compaction's span (the turn's trace if it is forgotten)."""
-        where = self._compaction_spans.pop(settled.record.compaction_id, None)
+        where = self._compaction_spans.pop(settled.record.compaction_id)
         trace_id, span_id, time_ns = where or (item.trace_id, b"", item.time_ns)
         if self.metrics is not None:
             self.metrics.compaction.record_settled(settled)

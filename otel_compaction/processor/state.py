@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from otel_compaction._bounded import BoundedMap
 from otel_compaction.analyzer import ConversationAnalyzer, ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.model import CompactionAnalysis, PhaseReport, TurnAnalysis
@@ -143,7 +144,7 @@ class ConversationState:
         self.window = ReorderWindow(window)
         self._clock = clock
         self._recent = RecentKeys(dedupe_memory)
-        self._marks: OrderedDict[str, int] = OrderedDict()
+        self._marks: BoundedMap[str, int] = BoundedMap(settings.max_conversations)
         self._on_skip = on_skip
 
     @property
@@ -175,7 +176,7 @@ class ConversationState:
         """Forget conversations idle past ``conversation_idle_seconds``."""
         expired = self.registry.expire()
         for conversation_id in expired:
-            self._marks.pop(conversation_id, None)
+            self._marks.pop(conversation_id)
         return expired
 
     def tracked(self) -> list[tuple[ConversationAnalyzer, float, int]]:
@@ -185,7 +186,7 @@ class ConversationState:
         for conversation_id in self.registry.ids():
             analyzer = self.registry.peek(conversation_id)
             if analyzer is not None:
-                mark = self._marks.get(conversation_id, 0)
+                mark = self._marks.peek(conversation_id) or 0
                 out.append((analyzer, max(0.0, now - analyzer.last_seen), mark))
         return out
 
@@ -222,7 +223,7 @@ class ConversationState:
         # local and is written back once per conversation.
         remember = self._recent.add
         conversation_id = analyzer.conversation_id
-        mark = self._marks.get(conversation_id, 0)
+        mark = self._marks.peek(conversation_id) or 0
         marked = False
         for item in items:
             if not remember(item.dedupe_key):
@@ -258,11 +259,7 @@ class ConversationState:
 
     def _mark(self, conversation_id: str, mark: int) -> None:
         # The analyzer's copy of the id: equal, and one string per conversation.
-        marks = self._marks
-        marks[conversation_id] = mark
-        marks.move_to_end(conversation_id)
-        if len(marks) > self.settings.max_conversations:
-            marks.popitem(last=False)
+        self._marks.put(conversation_id, mark)
 
     def _compaction(self, analyzer: ConversationAnalyzer, item: Item) -> Applied | None:
         assert item.compaction is not None

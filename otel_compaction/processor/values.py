@@ -11,7 +11,7 @@ Two kinds of reader:
   read the lenient way below, so a reader gives what it would give on the
   parsed message, whatever the bytes. Low-cardinality values (model and
   provider names, tool-name lists, context windows) are decoded once per
-  distinct encoding and shared (bounded tables, cleared when full), which is
+  distinct encoding and shared (bounded LRU tables, ``_bounded``), which is
   also what lets idle state keep one copy of each.
 * the lenient coercions (``as_int``, ``as_str``, ...) take plain Python values.
   Attributes arrive typed by whoever sent them: Claude Code sends numbers as
@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+from otel_compaction._bounded import BoundedMap
 
 AttrValue = str | bool | int | float | bytes | list[Any] | None
 
@@ -37,7 +39,6 @@ _ARRAY = 0x2A  # AnyValue.array_value: field 5, length-delimited
 _ELEMENT = 0x0A  # ArrayValue.values: field 1, length-delimited
 _SHARED_MAX = 1024  # entries of each table of shared values
 _SHARED_KEY_MAX = 512  # bytes: longer encodings are decoded every time
-_MISSING: Any = object()
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 """The range of an OTLP ``int_value``."""
 
@@ -126,13 +127,11 @@ def str_of(raw: bytes | None) -> str | None:
     return AnyValue.FromString(raw).string_value or None
 
 
-def _shared(table: dict[bytes, Any], raw: bytes, read: Any) -> Any:
+def _shared(table: BoundedMap[bytes, Any], raw: bytes, read: Callable[[bytes], Any]) -> Any:
     """``read(raw)``, decoded once per distinct encoding and shared (a bounded table)."""
-    value = table.get(raw, _MISSING)
-    if value is _MISSING:
-        value = read(raw)
-        _share(table, raw, value)
-    return value
+    if len(raw) > _SHARED_KEY_MAX:
+        return read(raw)
+    return table.cached(raw, read)
 
 
 def _read_word(raw: bytes) -> str | None:
@@ -143,7 +142,7 @@ def _read_window(raw: bytes) -> int | None:
     return as_window(int_of(raw))
 
 
-_words: dict[bytes, str | None] = {}
+_words: BoundedMap[bytes, str | None] = BoundedMap(_SHARED_MAX)
 
 
 def word_of(raw: bytes | None) -> str | None:
@@ -152,7 +151,7 @@ def word_of(raw: bytes | None) -> str | None:
     return word
 
 
-_windows_by_raw: dict[bytes, int | None] = {}
+_windows_by_raw: BoundedMap[bytes, int | None] = BoundedMap(_SHARED_MAX)
 
 
 def window_of(raw: bytes | None) -> int | None:
@@ -161,20 +160,21 @@ def window_of(raw: bytes | None) -> int | None:
     return window
 
 
-_string_lists: dict[bytes, tuple[str, ...]] = {}
+_string_lists: BoundedMap[bytes, tuple[str, ...]] = BoundedMap(_SHARED_MAX)
 
 
 def strs_of(raw: bytes | None) -> tuple[str, ...]:
     """Tool names or categories (strings of up to 64 characters): one shared tuple per list."""
     if raw is None:
         return ()
-    shared = _string_lists.get(raw)
-    if shared is None:
-        # ``array_value`` of a value of another type reads as an empty array.
-        values = AnyValue.FromString(raw).array_value.values
-        shared = tuple([sys.intern(t) for v in values if (t := v.string_value) and len(t) <= 64])
-        _share(_string_lists, raw, shared)
+    shared: tuple[str, ...] = _shared(_string_lists, raw, _read_strs)
     return shared
+
+
+def _read_strs(raw: bytes) -> tuple[str, ...]:
+    # ``array_value`` of a value of another type reads as an empty array.
+    values = AnyValue.FromString(raw).array_value.values
+    return tuple([sys.intern(t) for v in values if (t := v.string_value) and len(t) <= 64])
 
 
 def ints_of(raw: bytes | None) -> tuple[int, ...]:
@@ -210,13 +210,6 @@ def _array_elements(raw: bytes) -> list[bytes] | None:
     return out
 
 
-def _share(table: dict[bytes, Any], raw: bytes, value: Any) -> None:
-    if len(raw) <= _SHARED_KEY_MAX:
-        if len(table) >= _SHARED_MAX:
-            table.clear()
-        table[raw] = value
-
-
 # ------------------------------------------------------------ lenient coercion
 
 
@@ -233,19 +226,18 @@ def as_word(value: AttrValue) -> str | None:
     return sys.intern(text) if text is not None and len(text) <= 64 else text
 
 
-_windows: dict[int, int] = {}
+_windows: BoundedMap[int, int] = BoundedMap(_SHARED_MAX)
 
 
 def as_window(window: int | None) -> int | None:
     """A context window: few distinct values, so one shared int each (idle state keeps it)."""
     if window is None:
         return None
-    shared = _windows.get(window)
-    if shared is None:
-        if len(_windows) >= _SHARED_MAX:
-            _windows.clear()
-        shared = _windows[window] = window
-    return shared
+    return _windows.cached(window, _itself)
+
+
+def _itself(window: int) -> int:
+    return window
 
 
 def is_number(value: Any) -> bool:

@@ -26,6 +26,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from otel_compaction._bounded import BoundedMap
 from otel_compaction.model import PhaseEstimate
 from otel_compaction.semconv import PhaseSource
 from otel_compaction.signals.pressure import clip01
@@ -221,6 +222,8 @@ def flip_probability(q: FloatArray, transitions: FloatArray) -> float:
 Floats = tuple[float, ...]
 """A distribution or likelihood over the phases as plain floats (the filter's hot form)."""
 
+_StepKey = tuple[bytes, tuple[ToolCategory, ...]]
+"""A filter step's memo key: the packed belief and the turn's evidence."""
 _MAX_CACHED_EVIDENCE = 256
 _MAX_CACHED_STEPS = 1024
 
@@ -264,8 +267,12 @@ class FilterTables:
             category: tuple(float(x) for x in emissions[:, index])
             for category, index in _COLUMN.items()
         }
-        self._evidence: dict[tuple[ToolCategory, ...], Floats] = {}
-        self._steps: dict[tuple[bytes, tuple[ToolCategory, ...]], tuple[bytes, PhaseEstimate]] = {}
+        self._evidence: BoundedMap[tuple[ToolCategory, ...], Floats] = BoundedMap(
+            _MAX_CACHED_EVIDENCE
+        )
+        self._steps: BoundedMap[_StepKey, tuple[bytes, PhaseEstimate]] = BoundedMap(
+            _MAX_CACHED_STEPS
+        )
         self._log_k = math.log(self.k) if self.k > 1 else 0.0
         self.uniform: Floats = (1.0 / self.k,) * self.k
         # A distribution as k native float64s in bytes, the trackers' form: exact,
@@ -274,13 +281,7 @@ class FilterTables:
 
     def likelihood(self, categories: Sequence[ToolCategory]) -> Floats:
         """:func:`turn_likelihood` as floats (cached by evidence: few distinct turns recur)."""
-        key = tuple(categories)
-        found = self._evidence.get(key)
-        if found is None:
-            if len(self._evidence) >= _MAX_CACHED_EVIDENCE:
-                self._evidence.clear()
-            found = self._evidence[key] = self._mean_column(key)
-        return found
+        return self._evidence.cached(tuple(categories), self._mean_column)
 
     def _mean_column(self, categories: tuple[ToolCategory, ...]) -> Floats:
         if not categories:
@@ -318,15 +319,12 @@ class FilterTables:
         repeat their tools, and a belief under repeated evidence settles on a fixed point.
         The estimate is immutable and shared between the trackers that reach it.
         """
-        key = (packed, evidence)
-        found = self._steps.get(key)
-        if found is None:
-            belief = self.step(self.codec.unpack(packed), self.likelihood(evidence))
-            found = (self.codec.pack(*belief), self.estimate(belief, PhaseSource.INFERRED))
-            if len(self._steps) >= _MAX_CACHED_STEPS:
-                self._steps.clear()
-            self._steps[key] = found
-        return found
+        return self._steps.cached((packed, evidence), self._advance)
+
+    def _advance(self, key: _StepKey) -> tuple[bytes, PhaseEstimate]:
+        packed, evidence = key
+        belief = self.step(self.codec.unpack(packed), self.likelihood(evidence))
+        return self.codec.pack(*belief), self.estimate(belief, PhaseSource.INFERRED)
 
     def estimate(self, q: Floats, source: PhaseSource) -> PhaseEstimate:
         """The estimate of the distribution ``q``: its most likely phase, entropy and flip.

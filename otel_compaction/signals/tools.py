@@ -25,6 +25,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Final
 
+from otel_compaction._bounded import BoundedMap
 from otel_compaction._once import OncePerKey
 
 logger = logging.getLogger(__name__)
@@ -278,29 +279,26 @@ class ToolCategorizer:
                 continue
             self._overrides[tool] = value
         # name -> (its category without arguments, whether arguments can change it)
-        self._cache: dict[str, tuple[ToolCategory, bool]] = {}
-        self._by_arguments: dict[tuple[str, str], ToolCategory] = {}
+        self._cache: BoundedMap[str, tuple[ToolCategory, bool]] = BoundedMap(self.MAX_CACHED)
+        self._by_arguments: BoundedMap[tuple[str, str], ToolCategory] = BoundedMap(
+            self.MAX_CACHED_ARGUMENTS
+        )
 
     def __call__(self, name: str, arguments: str | None = None) -> ToolCategory:
         """The category of one call of ``name`` with ``arguments``."""
-        entry = self._cache.get(name)
-        if entry is None:
-            if len(self._cache) >= self.MAX_CACHED:
-                self._cache.clear()
-            overrides = self._overrides
-            entry = (categorize_tool(name, None, overrides), reads_arguments(name, overrides))
-            self._cache[name] = entry
+        entry = self._cache.cached(name, self._by_name)
         if arguments is None or not entry[1]:
             return entry[0]
         if len(arguments) > self.MAX_ARGUMENT_CHARS:
             return categorize_tool(name, arguments, self._overrides)
-        key = (name, arguments)
-        found = self._by_arguments.get(key)
-        if found is None:
-            if len(self._by_arguments) >= self.MAX_CACHED_ARGUMENTS:
-                self._by_arguments.clear()
-            found = self._by_arguments[key] = categorize_tool(name, arguments, self._overrides)
-        return found
+        return self._by_arguments.cached((name, arguments), self._with_arguments)
+
+    def _by_name(self, name: str) -> tuple[ToolCategory, bool]:
+        overrides = self._overrides
+        return categorize_tool(name, None, overrides), reads_arguments(name, overrides)
+
+    def _with_arguments(self, key: tuple[str, str]) -> ToolCategory:
+        return categorize_tool(key[0], key[1], self._overrides)
 
 
 _MAX_WARNED_OVERRIDES = 64

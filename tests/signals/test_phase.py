@@ -331,6 +331,6 @@ def test_trackers_on_the_same_evidence_share_their_steps() -> None:
     a = [first.observe_categories(t) for t in turns * 5]
     b = [second.observe_categories(t) for t in turns * 5]
     assert a == b
-    first._tables._steps.clear()
+    first._tables._steps.drain()
     third = PhaseTracker(Settings())
     assert [third.observe_categories(t) for t in turns * 5] == a

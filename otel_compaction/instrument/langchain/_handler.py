@@ -268,7 +268,7 @@ class CompactionCallbackHandler(BaseCallbackHandler):
         key = f"{hash(msg.message_text(output.summary))}:{len(output.kept)}"
         if key in state.handled_summaries:
             return  # the same update seen again by an enclosing run
-        state.handled_summaries.add(key)
+        state.handled_summaries.put(key, 0)
         before = msg.state_messages(run.inputs) or []
         analyzer = self._registry.get(run.conversation.id)
         observation = rec.summarization_observation(before, output, state, analyzer)
@@ -307,7 +307,7 @@ class CompactionCallbackHandler(BaseCallbackHandler):
             state = self._states.get(run.conversation.id)
             call_id = output.tool_call_id if isinstance(output, ToolMessage) else None
             if isinstance(output, ToolMessage):
-                state.tool_tokens.add(msg.tool_message_key(output), msg.message_tokens(output))
+                state.tool_tokens.put(msg.tool_message_key(output), msg.message_tokens(output))
             if run.name and (call_id is None or call_id not in state.requested_tool_ids):
                 state.extra_tools.append(run.name)
                 del state.extra_tools[:-EXTRA_TOOLS_MEMORY]

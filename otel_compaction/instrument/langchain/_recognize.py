@@ -91,8 +91,8 @@ def prune_observation(scan: InputScan, state: ConversationState) -> CompactionOb
     reclaimed, known = 0, False
     for message in scan.cleared:
         key = msg.tool_message_key(message)
-        state.cleared.add(key)
-        original = state.tool_tokens.get(key)
+        state.cleared.put(key, 0)
+        original = state.tool_tokens.peek(key)
         if original is not None:
             known = True
             reclaimed += max(0, state.scaled(original - msg.message_tokens(message)))

@@ -15,7 +15,6 @@ A run's conversation is, first match wins:
 from __future__ import annotations
 
 import contextvars
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -24,6 +23,7 @@ from uuid import UUID
 
 from langchain_core.messages import BaseMessage
 
+from otel_compaction._bounded import BoundedMap
 from otel_compaction.instrument._scope import (
     ID_EXPLICIT,
     ID_FRAMEWORK,
@@ -75,18 +75,16 @@ class RunTable:
     __slots__ = ("_ambient", "_runs")
 
     def __init__(self, ambient: AmbientConversation = given_conversation) -> None:
-        self._runs: OrderedDict[UUID, Run] = OrderedDict()
+        self._runs: BoundedMap[UUID, Run] = BoundedMap(RUN_MEMORY)
         self._ambient = ambient
 
     def add(self, run_id: UUID, run: Run) -> None:
         """Track ``run`` until its end."""
-        self._runs[run_id] = run
-        while len(self._runs) > RUN_MEMORY:
-            self._runs.popitem(last=False)
+        self._runs.put(run_id, run)
 
     def pop(self, run_id: UUID) -> Run | None:
         """Stop tracking a run and return it (None if unknown)."""
-        return self._runs.pop(run_id, None)
+        return self._runs.pop(run_id)
 
     def __len__(self) -> int:
         return len(self._runs)
@@ -102,7 +100,7 @@ class RunTable:
             value = (metadata or {}).get(key)
             if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
                 return ConversationRef(str(value), ID_FRAMEWORK, True)
-        parent = self._runs.get(parent_run_id) if parent_run_id is not None else None
+        parent = self._runs.peek(parent_run_id) if parent_run_id is not None else None
         if parent is not None:
             return parent.conversation
         if ambient is not None:

@@ -53,7 +53,7 @@ def scan_input(messages: Sequence[BaseMessage], state: ConversationState) -> Inp
         ):
             scan.cleared.append(message)
         if key not in state.seen:
-            state.seen.add(key)
+            state.seen.put(key, 0)
             if not cleared:
                 _count_new(message, size, scan, state)
     scan.live_tokens = total
@@ -61,16 +61,16 @@ def scan_input(messages: Sequence[BaseMessage], state: ConversationState) -> Inp
 
 
 def _size(message: BaseMessage, key: str, state: ConversationState) -> int:
-    size = state.sizes.get(key)
+    size = state.sizes.peek(key)
     if size is None:
         size = msg.message_tokens(message)
-        state.sizes.add(key, size)
+        state.sizes.put(key, size)
     return size
 
 
 def _count_new(message: BaseMessage, size: int, scan: InputScan, state: ConversationState) -> None:
     if isinstance(message, ToolMessage):
-        state.tool_tokens.add(msg.tool_message_key(message), size)
+        state.tool_tokens.put(msg.tool_message_key(message), size)
         scan.tool_outputs.append(state.scaled(size))
         scan.new_content += state.scaled(size)
     elif message.type == "human" and not msg.is_summary_message(message):

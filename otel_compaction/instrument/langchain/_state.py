@@ -10,8 +10,10 @@ estimate against the provider's usage. Every collection is bounded.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from otel_compaction._bounded import BoundedMap
 
 SEEN_MEMORY = 4096
 """Message keys remembered per conversation (older ones count as new again)."""
@@ -21,42 +23,20 @@ SCALE_BOUNDS = (0.25, 4.0)
 """The calibration factor is clamped here: a wild usage figure must not distort sizes."""
 
 
-class BoundedSet:
-    """An insertion-ordered set that forgets its oldest keys past ``limit``."""
-
-    __slots__ = ("_items", "_limit")
-
-    def __init__(self, limit: int = SEEN_MEMORY) -> None:
-        self._items: OrderedDict[str, int] = OrderedDict()
-        self._limit = limit
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._items
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def add(self, key: str, value: int = 0) -> None:
-        """Remember ``key`` (with an optional integer, e.g. a size)."""
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self._limit:
-            self._items.popitem(last=False)
-
-    def get(self, key: str) -> int | None:
-        """The integer stored with ``key``, None if it is not remembered."""
-        return self._items.get(key)
+def _keys(limit: int = SEEN_MEMORY) -> Callable[[], BoundedMap[str, int]]:
+    """A factory of bounded key memories (each key with an integer, e.g. a size)."""
+    return lambda: BoundedMap(limit)
 
 
 @dataclass(slots=True)
 class ConversationState:
     """LangChain-side memory of one conversation (see the module docstring)."""
 
-    seen: BoundedSet = field(default_factory=BoundedSet)
-    sizes: BoundedSet = field(default_factory=BoundedSet)
-    cleared: BoundedSet = field(default_factory=BoundedSet)
-    tool_tokens: BoundedSet = field(default_factory=BoundedSet)
-    handled_summaries: BoundedSet = field(default_factory=lambda: BoundedSet(64))
+    seen: BoundedMap[str, int] = field(default_factory=_keys())
+    sizes: BoundedMap[str, int] = field(default_factory=_keys())
+    cleared: BoundedMap[str, int] = field(default_factory=_keys())
+    tool_tokens: BoundedMap[str, int] = field(default_factory=_keys())
+    handled_summaries: BoundedMap[str, int] = field(default_factory=_keys(64))
     summarizer_texts: list[str] = field(default_factory=list)
     running_summary: tuple[int, str | None, int] | None = None
     requested_tool_ids: set[str] = field(default_factory=set)
@@ -88,22 +68,18 @@ class ConversationState:
 class ConversationStates:
     """Per-conversation ``ConversationState``, least recently used evicted past ``limit``."""
 
-    __slots__ = ("_limit", "_states")
+    __slots__ = ("_states",)
 
     def __init__(self, limit: int) -> None:
-        self._states: OrderedDict[str, ConversationState] = OrderedDict()
-        self._limit = max(1, limit)
+        self._states: BoundedMap[str, ConversationState] = BoundedMap(max(1, limit))
 
     def get(self, conversation_id: str) -> ConversationState:
         """The conversation's state, created on first use."""
-        state = self._states.get(conversation_id)
-        if state is None:
-            state = self._states[conversation_id] = ConversationState()
-            while len(self._states) > self._limit:
-                self._states.popitem(last=False)
-        else:
-            self._states.move_to_end(conversation_id)
-        return state
+        return self._states.cached(conversation_id, _new_state)
 
     def __len__(self) -> int:
         return len(self._states)
+
+
+def _new_state(_conversation_id: str) -> ConversationState:
+    return ConversationState()

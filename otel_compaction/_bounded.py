@@ -1,0 +1,127 @@
+"""The one bounded map of the package: at most ``limit`` entries, least recently used out first.
+
+Every memory the package keeps per distinct key, whether a memo of a pure
+function (parsed categories, filter steps, shared attribute values, metric
+attribute sets) or state it must forget some day (compaction span contexts,
+response ids, conversations' turn marks), is a :class:`BoundedMap`: the memory
+bound is the same for all of them, and the entries kept are the ones in use.
+
+Why LRU for all of them, rather than emptying a full table or no longer adding
+to it: a memo's answers never depend on what it forgot (a miss recomputes the
+same value), so the policy only decides what stays fast, and LRU keeps the hot
+keys where a cleared table drops them too and a frozen one never learns new
+ones. For state, forgetting the least recently used entry forgets what is
+least likely to be asked for again, and which entry that is depends only on
+the order of the calls, never on timing or on hashing: the same input gives
+the same telemetry in every process.
+
+Thread-safe without a lock of its own: every operation is one or two atomic
+``OrderedDict`` calls (atomic under the GIL, and per object in free-threaded
+builds). Two racing inserts may evict one entry more than needed, and each
+evicted value is returned to exactly one caller. Callers that need several
+operations to be one (get-or-create) hold their own lock around them.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Any, Generic, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+_MISSING: Any = object()
+
+
+class BoundedMap(Generic[K, V]):
+    """A map of at most ``limit`` entries that forgets the least recently used first."""
+
+    __slots__ = ("_data", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self._data: OrderedDict[K, V] = OrderedDict()
+        self.limit = limit
+        """The most entries kept (0 keeps none)."""
+
+    def get(self, key: K) -> V | None:
+        """The value of ``key``, refreshed as the most recent (None if unknown)."""
+        value = self._data.get(key, _MISSING)
+        if value is _MISSING:
+            return None
+        self._touch(key)
+        return value  # type: ignore[no-any-return]
+
+    def peek(self, key: K) -> V | None:
+        """The value of ``key`` without refreshing it (None if unknown)."""
+        return self._data.get(key)
+
+    def cached(self, key: K, compute: Callable[[K], V]) -> V:
+        """The value of ``key``, computed by ``compute(key)`` and kept when unknown."""
+        value = self._data.get(key, _MISSING)
+        if value is _MISSING:
+            computed = compute(key)
+            self.put(key, computed)
+            return computed
+        self._touch(key)
+        return value  # type: ignore[no-any-return]
+
+    def put(self, key: K, value: V) -> list[V]:
+        """Keep ``key`` as the most recent entry; return the values it pushed out."""
+        data = self._data
+        data[key] = value
+        self._touch(key)
+        evicted: list[V] = []
+        while len(data) > self.limit:
+            try:
+                evicted.append(data.popitem(last=False)[1])
+            except KeyError:  # another thread emptied it meanwhile
+                break
+        return evicted
+
+    def pop(self, key: K) -> V | None:
+        """Remove ``key`` and return its value (None if unknown)."""
+        return self._data.pop(key, None)
+
+    def oldest(self) -> tuple[K, V] | None:
+        """The least recently used entry, without refreshing it (None when empty)."""
+        try:
+            return next(iter(self._data.items()))
+        except (StopIteration, RuntimeError):  # empty, or changed while we looked
+            return None
+
+    def drain(self) -> list[V]:
+        """Remove every entry; return their values, least recent first."""
+        values = []
+        while True:
+            try:
+                values.append(self._data.popitem(last=False)[1])
+            except KeyError:
+                return values
+
+    def keys(self) -> list[K]:
+        """The keys, least recent first (a copy)."""
+        return list(self._data)
+
+    def items(self) -> list[tuple[K, V]]:
+        """The entries, least recent first (a copy)."""
+        return list(self._data.items())
+
+    def values(self) -> list[V]:
+        """The values, least recent first (a copy)."""
+        return list(self._data.values())
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def _touch(self, key: K) -> None:
+        try:  # noqa: SIM105 - on every hit: try costs nothing, contextlib.suppress a call
+            self._data.move_to_end(key)
+        except KeyError:  # evicted by another thread meanwhile: nothing to refresh
+            pass

@@ -1,0 +1,88 @@
+"""The bounded map: at most ``limit`` entries, the least recently used forgotten first."""
+
+from __future__ import annotations
+
+import threading
+
+from otel_compaction._bounded import BoundedMap
+
+
+def test_the_least_recently_used_entry_goes_first() -> None:
+    """A read refreshes an entry, so the one neither read nor written longest is evicted."""
+    lru: BoundedMap[str, int] = BoundedMap(2)
+    assert lru.put("a", 1) == []
+    assert lru.put("b", 2) == []
+    assert lru.get("a") == 1
+    assert lru.put("c", 3) == [2]  # b was the least recently used
+    assert lru.keys() == ["a", "c"]
+    assert "b" not in lru
+    assert lru.get("b") is None
+
+
+def test_peek_and_oldest_do_not_refresh() -> None:
+    """``peek`` and ``oldest`` read without changing what is evicted next."""
+    lru: BoundedMap[str, int] = BoundedMap(2)
+    lru.put("a", 1)
+    lru.put("b", 2)
+    assert lru.peek("a") == 1
+    assert lru.oldest() == ("a", 1)
+    assert lru.put("c", 3) == [1]
+
+
+def test_cached_computes_once_per_key_even_for_none() -> None:
+    """A memo computes each key once while it is kept, a None result included."""
+    calls: list[str] = []
+
+    def compute(key: str) -> int | None:
+        calls.append(key)
+        return None if key == "none" else len(key)
+
+    lru: BoundedMap[str, int | None] = BoundedMap(8)
+    assert [lru.cached(k, compute) for k in ("none", "abc", "none", "abc")] == [None, 3, None, 3]
+    assert calls == ["none", "abc"]
+
+
+def test_pop_and_drain_return_what_was_kept() -> None:
+    """``pop`` removes one entry, ``drain`` all of them, least recent first."""
+    lru: BoundedMap[int, str] = BoundedMap(4)
+    for n in range(4):
+        lru.put(n, str(n))
+    assert lru.pop(1) == "1"
+    assert lru.pop(1) is None
+    assert lru.drain() == ["0", "2", "3"]
+    assert len(lru) == 0
+    assert lru.oldest() is None
+
+
+def test_a_limit_of_zero_keeps_nothing() -> None:
+    """With limit 0 every insert is evicted at once and returned."""
+    lru: BoundedMap[str, int] = BoundedMap(0)
+    assert lru.put("a", 1) == [1]
+    assert len(lru) == 0
+
+
+def test_racing_threads_keep_the_bound_and_lose_no_eviction() -> None:
+    """Eight threads inserting at once leave at most ``limit`` entries, and every value
+    inserted is either still kept or was returned as evicted to exactly one caller."""
+    lru: BoundedMap[int, int] = BoundedMap(64)
+    evicted: list[int] = []
+    lock = threading.Lock()
+    start = threading.Barrier(8)
+
+    def run(base: int) -> None:
+        start.wait()
+        for n in range(base, base + 2000):
+            lru.get(n - 1)
+            out = lru.put(n, n)
+            with lock:
+                evicted.extend(out)
+
+    workers = [threading.Thread(target=run, args=(t * 10_000,)) for t in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert len(lru) <= 64
+    assert sorted(evicted + lru.values()) == sorted(
+        n for t in range(8) for n in range(t * 10_000, t * 10_000 + 2000)
+    )
