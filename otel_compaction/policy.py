@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from otel_compaction.config import Settings
 from otel_compaction.detectors.cadence import cadence_verdict, format_numbers
+from otel_compaction.detectors.veto import VetoVerdict, settings_verdict, veto_verdict
 from otel_compaction.model import PhaseEstimate
 from otel_compaction.semconv import AdviceAction
 
@@ -46,6 +47,8 @@ __all__ = [
     "should_compact",
 ]
 
+_DEFAULTS = Settings.model_validate({})
+"""The thresholds' defaults: ``Settings``', the detector's (never the environment's)."""
 DEFAULT_STUCK_TURNS = 12
 """Turns in one phase, under tool-output pressure, after which the advisor calls it stuck."""
 
@@ -81,26 +84,33 @@ def should_compact(
     attention_decay_sum: float,
     phase_transition_likelihood: float,
     *,
-    hard_ceiling: float = 0.92,
-    pressure_threshold: float = 0.65,
-    transition_veto: float = 0.35,
+    hard_ceiling: float = _DEFAULTS.hard_ceiling,
+    pressure_threshold: float = _DEFAULTS.pressure_threshold,
+    transition_veto: float = _DEFAULTS.transition_veto,
 ) -> bool:
     """Whether to compact now; pressure is the cause, a likely phase flip vetoes.
 
     Returns True at or above ``hard_ceiling`` whatever the phase (the caller must
     then compact extractively), False when neither pressure signal reaches
-    ``pressure_threshold``, True otherwise unless the veto holds.
+    ``pressure_threshold`` (or the pressure is NaN, unknown), True otherwise
+    unless the veto holds. The rule and the defaults are those of the
+    ``boundary_compaction`` detector (:mod:`otel_compaction.detectors.veto`,
+    ``Settings``): a lossy compaction this refuses is one the detector flags.
 
     Raises:
         PhaseBoundaryCompactionError: pressure is due but
             ``phase_transition_likelihood > transition_veto``: refuse lossy
             compaction; compact extractively or defer.
     """
-    if token_fraction >= hard_ceiling:
-        return True
-    if token_fraction < pressure_threshold and attention_decay_sum < pressure_threshold:
-        return False
-    if phase_transition_likelihood > transition_veto:
+    verdict = veto_verdict(
+        token_fraction,
+        attention_decay_sum,
+        phase_transition_likelihood,
+        pressure_threshold=pressure_threshold,
+        transition_veto=transition_veto,
+        hard_ceiling=hard_ceiling,
+    )
+    if verdict.refuses_lossy:
         raise PhaseBoundaryCompactionError(
             f"lossy compaction vetoed at phase boundary "
             f"(transition_likelihood={phase_transition_likelihood:.2f} > {transition_veto:.2f}, "
@@ -109,7 +119,7 @@ def should_compact(
             token_fraction=token_fraction,
             transition_likelihood=phase_transition_likelihood,
         )
-    return True
+    return verdict.due
 
 
 def check_compaction_health(
@@ -230,15 +240,17 @@ class CompactionAdvisor:
         s = self._settings
         tf, ad = state.token_fraction, state.attention_decay
         tail = s.extractive_tail_turns
+        phase = state.phase
+        verdict = settings_verdict(tf, ad, phase.transition_likelihood if phase else 0.0, s)
         if state.livelocked:
             return Advice(AdviceAction.RESET_LINEAGE, _LIVELOCK)
-        if tf >= s.hard_ceiling:
+        if verdict.at_ceiling:
             reason = (
                 f"token fraction {tf:.2f} >= hard ceiling {s.hard_ceiling:.2f}: compact now, "
                 f"extractively, keeping the last {tail} turns verbatim"
             )
             return Advice(AdviceAction.COMPACT_EXTRACTIVE, reason, tail)
-        if tf < s.pressure_threshold and ad < s.pressure_threshold:
+        if not verdict.due:
             reason = (
                 f"no pressure: token fraction {tf:.2f} and attention decay {ad:.2f} "
                 f"< {s.pressure_threshold:.2f}"
@@ -250,14 +262,14 @@ class CompactionAdvisor:
                 f"would cost more than the history it replaces"
             )
             return Advice(AdviceAction.CONTINUE, reason)
-        return self._phase_advice(state)
+        return self._phase_advice(state, verdict)
 
-    def _phase_advice(self, state: AdvisorState) -> Advice:
+    def _phase_advice(self, state: AdvisorState, verdict: VetoVerdict) -> Advice:
         """Rules 5 to 8: pressure is due; the phase decides how (or whether) to compact."""
         s, phase = self._settings, state.phase
         pressure = f"token fraction {state.token_fraction:.2f}"
         tail = s.extractive_tail_turns
-        if phase is not None and phase.transition_likelihood > s.transition_veto:
+        if phase is not None and verdict.refuses_lossy:
             reason = (
                 f"{pressure} is due, but the phase is about to flip (transition likelihood "
                 f"{phase.transition_likelihood:.2f} > {s.transition_veto:.2f}, {phase.name} "

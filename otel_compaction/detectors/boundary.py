@@ -11,6 +11,11 @@ after the last turn before it, ``tl`` the transition likelihood at that moment:
   ``tl > transition_veto``: the veto held, the compaction should have been
   extractive or deferred.
 
+The numbers are the rule ``policy.should_compact`` applies, in one place
+(:mod:`~otel_compaction.detectors.veto`): a lossy compaction is flagged exactly
+where the policy refuses it (``veto``) or allows only an extractive one with the
+phase about to flip (``ceiling``).
+
 Judged: every compaction that summarizes, whoever wrote the summary (``lossy``
 client compactions, provider-side ``server`` compactions, imported ones);
 ``boundary_scope="client_lossy"`` narrows it to the client's own lossy
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 from otel_compaction.config import Settings
 from otel_compaction.detectors.base import DetectionContext, RuleDetector
+from otel_compaction.detectors.veto import settings_verdict
 from otel_compaction.model import CompactionRecord, Finding, PhaseEstimate
 from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind
 
@@ -53,15 +59,13 @@ def boundary_compaction(ctx: DetectionContext) -> Finding | None:
         return None
     ad = ctx.pressure.attention_decay if ctx.pressure is not None else 0.0
     tl = phase.transition_likelihood
-    if tl <= s.transition_veto:
+    rule = settings_verdict(tf, ad, tl, s).flag_rule
+    if rule is None:
         return None
-    if tf >= s.hard_ceiling:
-        rule = "ceiling"
+    if rule == "ceiling":
         pressure = f"at token fraction {tf:.2f} >= hard ceiling {s.hard_ceiling:.2f}"
-    elif tf >= s.pressure_threshold or ad >= s.pressure_threshold:
-        rule, pressure = "veto", f"at {_pressure(tf, ad, s.pressure_threshold)}"
     else:
-        return None
+        pressure = f"at {_pressure(tf, ad, s.pressure_threshold)}"
     reason = (
         f"{_what(record)} at turn {record.turn_index} {pressure} while the phase was "
         f"changing ({_change(phase, s)}, transition likelihood {tl:.2f} > "

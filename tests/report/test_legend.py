@@ -36,8 +36,11 @@ def test_legend_rules_are_the_rules_detectors_raise() -> None:
     """The legend's rule names are the ones the detectors' code passes to ctx.finding."""
     code = "".join(p.read_text() for p in (ROOT / "otel_compaction" / "detectors").glob("*.py"))
     raised = set(re.findall(r'ctx\.finding\(\s*FindingKind\.\w+,\s*"(\w+)"', code))
-    # boundary.py names its rule in a variable first: rule = "ceiling" / rule, ... = "veto", ...
+    # Rules named in a variable first (rule = "..."), and the boundary rule's two (veto.py):
+    # return "ceiling" if self.at_ceiling else "veto".
     raised |= set(re.findall(r'\brule(?:, \w+)? = "(\w+)"', code))
+    for pair in re.findall(r'return "(\w+)" if [\w.]+ else "(\w+)"', code):
+        raised |= set(pair)
     assert {e.rule for e in LEGEND} == raised
 
 

@@ -1,0 +1,161 @@
+"""The policy and the boundary detector apply one rule: they agree on every input.
+
+Agreement, precisely: for every token fraction, attention decay and transition
+likelihood (NaN included) and every set of thresholds, with ``outcome`` what
+``should_compact`` does (``wait``: False, ``compact``: True, ``refuse``: raises
+``PhaseBoundaryCompactionError``) and ``rule`` the boundary finding on a lossy
+compaction at that moment (a known phase):
+
+- the policy refuses exactly where the detector flags rule ``veto``;
+- the detector flags rule ``ceiling`` exactly where the policy compacts at the
+  hard ceiling (extractively) while the phase is about to flip;
+- where the policy waits, nothing is flagged;
+- the advisor defers exactly where the policy refuses, continues where it waits.
+
+Where they legitimately differ (``test_what_only_the_detector_judges``): the
+detector judges a compaction that happened, so it skips what cannot lose
+evidence (extractive and prune compactions), a phase it does not know yet, and,
+with ``boundary_scope="client_lossy"``, provider-side compactions; the policy
+takes a bare likelihood and decides for the caller whatever comes next. And at
+the ceiling with a stable phase the policy asks for an extractive compaction
+while the detector does not flag a lossy one (nothing was about to flip).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otel_compaction.config import Settings
+from otel_compaction.detectors import boundary_compaction
+from otel_compaction.model import Pressure
+from otel_compaction.policy import (
+    AdvisorState,
+    CompactionAdvisor,
+    PhaseBoundaryCompactionError,
+    should_compact,
+)
+from otel_compaction.semconv import AdviceAction, CompactionMode, CompactionSource
+from tests.detectors.records import context_of, phase, record
+
+UNIT = st.floats(min_value=0.0, max_value=1.0)
+THRESHOLD = st.one_of(st.sampled_from([0.0, 0.35, 0.65, 0.92, 1.0]), UNIT)
+Moment = tuple[Settings, float, float, float]
+
+
+@st.composite
+def moments(draw: st.DrawFn) -> Moment:
+    """Thresholds, then a pressure and likelihood often exactly on one of them, or NaN."""
+    s = Settings(
+        pressure_threshold=draw(THRESHOLD),
+        transition_veto=draw(THRESHOLD),
+        hard_ceiling=draw(THRESHOLD),
+    )
+    edges = [s.pressure_threshold, s.transition_veto, s.hard_ceiling]
+    value = st.one_of(UNIT, st.sampled_from(edges), st.just(math.nan))
+    return s, draw(value), draw(value), draw(value)
+
+
+def _outcome(s: Settings, tf: float, ad: float, tl: float) -> str:
+    try:
+        compact = should_compact(
+            tf,
+            ad,
+            tl,
+            hard_ceiling=s.hard_ceiling,
+            pressure_threshold=s.pressure_threshold,
+            transition_veto=s.transition_veto,
+        )
+    except PhaseBoundaryCompactionError:
+        return "refuse"
+    return "compact" if compact else "wait"
+
+
+def _flag(s: Settings, tf: float, ad: float, tl: float, **kw: object) -> str | None:
+    """The boundary rule's verdict on a lossy compaction at this moment (None: not flagged)."""
+    known = kw.pop("known", True)
+    rec = record(token_fraction=tf, **kw)
+    at = Pressure(context_tokens=0, window=200_000, token_fraction=tf, attention_decay=ad)
+    ph = dataclasses.replace(phase((0.05, 0.48, 0.44, 0.03), tl), known=known)
+    finding = boundary_compaction(context_of([rec], s, pressure=at, phase=ph))
+    return finding.rule if finding is not None else None
+
+
+@given(moments())
+@settings(max_examples=600, deadline=None)
+def test_policy_refuses_lossy_compaction_exactly_where_the_detector_flags_it(
+    moment: Moment,
+) -> None:
+    """should_compact and the boundary detector agree on every pressure, likelihood and
+    threshold (the module docstring defines agreement)."""
+    s, tf, ad, tl = moment
+    outcome, rule = _outcome(s, tf, ad, tl), _flag(s, tf, ad, tl)
+    assert (outcome == "refuse") == (rule == "veto")
+    vetoed_at_ceiling = outcome == "compact" and tf >= s.hard_ceiling and tl > s.transition_veto
+    assert (rule == "ceiling") == vetoed_at_ceiling
+    if outcome == "wait":
+        assert rule is None
+
+
+@given(moments())
+@settings(max_examples=300, deadline=None)
+def test_the_advisor_defers_exactly_where_the_policy_refuses(moment: Moment) -> None:
+    """With a known phase, past the short-run bound and not stuck, the advisor's action is
+    the policy's decision: defer for refuse, continue for wait, compact otherwise."""
+    s, tf, ad, tl = moment
+    state = AdvisorState(
+        token_fraction=tf,
+        attention_decay=ad,
+        phase=phase((0.05, 0.48, 0.44, 0.03), tl),
+        turn_index=s.short_run_turns,
+    )
+    action = CompactionAdvisor(s).advise(state).action
+    outcome = _outcome(s, tf, ad, tl)
+    if outcome == "refuse":
+        assert action is AdviceAction.DEFER
+    elif outcome == "wait":
+        assert action is AdviceAction.CONTINUE
+    elif tf >= s.hard_ceiling:
+        assert action is AdviceAction.COMPACT_EXTRACTIVE
+    else:
+        assert action is AdviceAction.COMPACT
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"mode": CompactionMode.EXTRACTIVE},
+        {"mode": CompactionMode.PRUNE},
+        {"known": False},
+    ],
+)
+def test_what_only_the_detector_judges(kw: dict[str, object]) -> None:
+    """Where the policy refuses, the detector still does not flag what cannot lose
+    evidence (extractive, prune) or a phase it does not know yet."""
+    s = Settings()
+    assert _outcome(s, 0.8, 0.0, 0.6) == "refuse"
+    assert _flag(s, 0.8, 0.0, 0.6) == "veto"
+    assert _flag(s, 0.8, 0.0, 0.6, **kw) is None
+
+
+def test_client_lossy_scope_leaves_provider_compactions_unjudged() -> None:
+    """With boundary_scope="client_lossy" a provider's compaction is not judged, though
+    the policy would have refused a lossy one there."""
+    s = Settings(boundary_scope="client_lossy")
+    server = {"mode": CompactionMode.SERVER, "source": CompactionSource.ANTHROPIC}
+    assert _outcome(s, 0.8, 0.0, 0.6) == "refuse"
+    assert _flag(Settings(), 0.8, 0.0, 0.6, **server) == "veto"
+    assert _flag(s, 0.8, 0.0, 0.6, **server) is None
+
+
+def test_policy_defaults_are_the_settings_defaults() -> None:
+    """should_compact's keyword defaults are Settings' defaults: one set of thresholds."""
+    defaults = Settings()
+    parameters = inspect.signature(should_compact).parameters
+    for name in ("hard_ceiling", "pressure_threshold", "transition_veto"):
+        assert parameters[name].default == getattr(defaults, name)
