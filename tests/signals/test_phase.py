@@ -323,7 +323,9 @@ def test_transition_likelihood_of_certain_belief_is_one_minus_stickiness() -> No
 
 def test_trackers_on_the_same_evidence_share_their_steps() -> None:
     """The memoized step gives every tracker what the filter gives: a second tracker fed
-    the same turns reaches equal estimates, and the memo's clearing changes nothing."""
+    the same turns reaches equal estimates, and one on freshly built tables (an empty
+    memo) reaches them too."""
+    from otel_compaction.signals.phase_model import filter_tables
     from otel_compaction.signals.tools import ToolCategory
 
     turns = [(ToolCategory.READ,), (ToolCategory.READ, ToolCategory.EDIT), (), (ToolCategory.TEST,)]
@@ -331,6 +333,9 @@ def test_trackers_on_the_same_evidence_share_their_steps() -> None:
     a = [first.observe_categories(t) for t in turns * 5]
     b = [second.observe_categories(t) for t in turns * 5]
     assert a == b
-    first._tables._steps.drain()
+    key = (tuple(Settings().phases), Settings().phase_stickiness)
+    shared = filter_tables(*key)
+    filter_tables.cache_clear()
+    assert filter_tables(*key) is not shared  # the next tracker starts with an empty memo
     third = PhaseTracker(Settings())
     assert [third.observe_categories(t) for t in turns * 5] == a

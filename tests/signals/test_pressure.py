@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
+
 import pytest
 
 from otel_compaction.config import Settings
@@ -75,3 +78,27 @@ def test_tracker_clear_forgets_outputs() -> None:
     tracker.observe(1_000, 10_000, (5_000,))
     tracker.clear()
     assert tracker.observe(1_000, 10_000).attention_decay == 0.0
+
+
+def test_a_full_tracker_takes_new_outputs_without_growing() -> None:
+    """Once K sizes are kept, further turns shift outputs in without allocating more: the
+    heap held by many full trackers is the same after 20 more turns of each."""
+    k = 8
+    tracemalloc.start()  # before the trackers: what a turn frees is counted too
+    try:
+        trackers = [PressureTracker(Settings(attention_window=k)) for _ in range(500)]
+        for n, tracker in enumerate(trackers):
+            tracker.observe(1_000 + n, 200_000, tuple(range(n, n + k)))
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        for turn in range(20):
+            for n, tracker in enumerate(trackers):
+                tracker.observe(2_000 + turn, 200_000, (n + turn, n * 2 + turn))
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert [t.recent_tool_outputs[-2:] for t in trackers[:2]] == [(19, 19), (20, 21)]
+    assert all(len(t.recent_tool_outputs) == k for t in trackers)
+    # An array over-allocated by appending holds dozens of bytes more per tracker.
+    assert grown / len(trackers) < 8

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 
 import pytest
 
@@ -127,13 +128,46 @@ def test_categorizer_validates_overrides_once(caplog: pytest.LogCaptureFixture) 
     assert "bogus" in caplog.records[0].getMessage()
 
 
+def _count_work(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str | None]]:
+    """Record every call the categorizer makes to :func:`categorize_tool` (its real work)."""
+    calls: list[tuple[str, str | None]] = []
+
+    def counted(
+        name: str, arguments: str | None = None, overrides: Mapping[str, str] | None = None
+    ) -> ToolCategory:
+        calls.append((name, arguments))
+        return categorize_tool(name, arguments, overrides)
+
+    monkeypatch.setattr(tools_module, "categorize_tool", counted)
+    return calls
+
+
+def _answered_from_memory(
+    categorize: ToolCategorizer, calls: list[tuple[str, str | None]], asks: list[tuple[str, str]]
+) -> int:
+    """How many of ``asks`` (name, arguments) the categorizer answers without working again.
+
+    Asked most recent first, so a cache of N entries can answer at most N of them whatever its
+    eviction order: what it computes on a miss is a call already asked.
+    """
+    hits = 0
+    for name, arguments in reversed(asks):
+        before = len(calls)
+        assert categorize(name, arguments) is categorize_tool(name, arguments)
+        hits += len(calls) == before
+    return hits
+
+
 def test_categorizer_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The name cache never grows past MAX_CACHED entries."""
+    """The name cache remembers no more than MAX_CACHED names, and does remember."""
     monkeypatch.setattr(ToolCategorizer, "MAX_CACHED", 4)
+    calls = _count_work(monkeypatch)
     categorize = ToolCategorizer()
-    for i in range(10):
-        categorize(f"tool_{i}")
-    assert len(categorize._cache) <= 4
+    asks = [(f"tool_{i}", "{}") for i in range(10)]
+    for name, arguments in asks:
+        categorize(name, arguments)
+    assert len(calls) == 10
+    assert 1 <= _answered_from_memory(categorize, calls, asks) <= 4
 
 
 def test_default_table_uses_lower_case_names() -> None:
@@ -168,12 +202,19 @@ def test_categorizer_matches_categorize_tool(overrides: dict[str, str]) -> None:
 def test_categorizer_argument_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Commands are cached up to MAX_CACHED_ARGUMENTS, long ones never."""
     monkeypatch.setattr(ToolCategorizer, "MAX_CACHED_ARGUMENTS", 3)
+    calls = _count_work(monkeypatch)
     categorize = ToolCategorizer()
-    for i in range(10):
-        assert categorize("bash", json.dumps({"command": f"pytest -k t{i}"})) is T
-    assert categorize("bash", json.dumps({"command": "ls " + "x" * 2000})) is R
-    assert len(categorize._by_arguments) <= 3
-    assert all(len(arguments) <= 1024 for _, arguments in categorize._by_arguments)
+    asks = [("bash", json.dumps({"command": f"pytest -k t{i}"})) for i in range(10)]
+    for name, arguments in asks:
+        assert categorize(name, arguments) is T
+    with_arguments = [call for call in calls if call[1] is not None]
+    assert len(with_arguments) == 10
+    assert 1 <= _answered_from_memory(categorize, calls, asks) <= 3
+    long = json.dumps({"command": "ls " + "x" * 2000})
+    before = len(calls)
+    assert categorize("bash", long) is R
+    assert categorize("bash", long) is R
+    assert calls[before:] == [("bash", long), ("bash", long)]
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import logging
+import tracemalloc
 
 import pytest
 
@@ -10,6 +12,7 @@ from otel_compaction._once import OncePerKey
 from otel_compaction.config import Settings
 from otel_compaction.signals import MODEL_WINDOWS, context_window, normalize_model
 from otel_compaction.signals import windows as windows_module
+from otel_compaction.signals.windows import table_window
 
 
 @pytest.mark.parametrize(
@@ -121,14 +124,27 @@ def test_missing_model_gets_default_silently(caplog: pytest.LogCaptureFixture) -
 def test_warned_names_are_bounded(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past MAX_WARNED_MODELS distinct unknown names, no more warnings and no more memory."""
-    monkeypatch.setattr(windows_module, "_warned", OncePerKey(3))
+    """Past MAX_WARNED_MODELS distinct unknown names, no more warnings and no more memory:
+    10,000 unknown names leave nothing behind once the name table's own cache is emptied."""
+    monkeypatch.setattr(windows_module, "_warned", OncePerKey(3))  # a fresh process's, bound 3
+    settings = Settings()
     with caplog.at_level(logging.WARNING, logger=windows_module.__name__):
-        for i in range(10):
-            context_window(f"bounded-unknown-{i}", Settings())
+        for i in range(3):
+            context_window(f"bounded-unknown-{i}", settings)
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for i in range(3, 10_003):
+                context_window(f"bounded-unknown-{i}", settings)
+            table_window.cache_clear()
+            gc.collect()
+            kept = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
     assert len(caplog.records) == 3
     assert "further unknown models will not be reported" in caplog.records[-1].getMessage()
-    assert len(windows_module._warned) == 3
+    assert kept < 16_384  # remembering the names would take over half a megabyte
 
 
 def test_table_is_read_only_and_positive() -> None:
