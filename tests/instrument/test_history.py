@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import pytest
+
+from otel_compaction.instrument import _messages
 from otel_compaction.instrument._history import HistoryTracker
 from otel_compaction.instrument._messages import describe
 from otel_compaction.semconv import CompactionMode
+
+
+@contextmanager
+def _fingerprinted(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[int, Any]]:
+    """The values :func:`fingerprint` is asked for (a message's key is its fingerprint)
+    while the block runs, by id (held, so no id is reused)."""
+    seen: dict[int, Any] = {}
+    real = _messages.fingerprint
+
+    def counted(value: Any, depth: int = 0) -> tuple[int, int]:
+        seen[id(value)] = value
+        return real(value, depth)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(_messages, "fingerprint", counted)
+        yield seen
 
 
 def _grow(history: list[Any], i: int) -> None:
@@ -191,7 +212,7 @@ def test_a_tuple_history_extends_like_a_list() -> None:
     assert second.rewrite is None
 
 
-def test_the_tail_index_follows_the_last_messages() -> None:
+def test_the_tail_index_follows_the_last_messages(monkeypatch: pytest.MonkeyPatch) -> None:
     """After extensions, exactly the last TAIL_KEYS keys point at the conversation once the
     index is read; the continuing calls themselves computed no key of their new messages."""
     from otel_compaction.instrument._history import TAIL_KEYS
@@ -199,34 +220,44 @@ def test_the_tail_index_follows_the_last_messages() -> None:
     tracker = HistoryTracker()
     history: list[Any] = [{"role": "user", "content": "task"}]
     tracker.place(None, "system", history)
-    for i in range(10):
-        _grow(history, i)
-        placement = tracker.place(None, "system", history)
-        assert all(f._key is None for f in placement.new_facts)
+    with _fingerprinted(monkeypatch) as keyed:
+        for i in range(10):
+            _grow(history, i)
+            placement = tracker.place(None, "system", history)
+            assert len(placement.new_facts) == 2
+    assert not any(id(m) in keyed for m in history[1:])
     cid = placement.conversation_id
-    keys = [describe(m).key for m in history]
-    tracker._refresh_tails()  # what a lookup by tail does first
-    assert {k for k, c in tracker._by_tail.items() if c == cid} == set(keys[-TAIL_KEYS:])
+    # A request of another system prompt carrying one message is found by the tail alone.
+    found = [tracker.find("another agent", [message]) for message in history]
+    assert found == [None] * (len(history) - TAIL_KEYS) + [cid] * TAIL_KEYS
 
 
 def test_messages_kept_over_all_histories_are_bounded() -> None:
     """Histories hold the agent's message objects: beyond ``max_messages`` the least
     recently used ones are forgotten, never the conversation just placed."""
     tracker = HistoryTracker(max_messages=10)
-    histories: list[list[Any]] = []
-    for task in range(3):
+
+    def start(task: int) -> tuple[list[Any], str]:
         history: list[Any] = [{"role": "user", "content": f"task {task}"}]
         for i in range(2):
             _grow(history, 100 * task + i)  # no message shared between the conversations
-        tracker.place(None, "system", history)
-        histories.append(history)
+        return history, tracker.place(None, "system", history).conversation_id
+
+    histories, ids = zip(*(start(task) for task in range(3)), strict=True)
     assert len(tracker) == 2  # 5 messages each: the first conversation went
-    assert tracker._retained == 10
+    assert [tracker.find("system", h) for h in histories] == [None, ids[1], ids[2]]
     big = histories[2]
     for i in range(2, 10):
         _grow(big, 200 + i)
     placement = tracker.place(None, "system", big)
     assert len(tracker) == 1  # the current one stays even above the bound
+    assert tracker.find("system", big) == ids[2]
     assert placement.rewrite is None
     assert len(placement.new_facts) == 16
-    assert tracker._retained == len(big)
+    # Forgetting the big history gives its 21 messages back: two new conversations of
+    # 5 messages each fit the bound together.
+    later = [start(task)[1] for task in (3, 4)]
+    assert len(tracker) == 2
+    assert tracker.find("system", big) is None
+    assert [tracker.find("system", h) for h in histories] == [None, None, None]
+    assert len(set(later)) == 2

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from opentelemetry.instrumentation.dependencies import DependencyConflictError
 from opentelemetry.trace import SpanKind
 
 from otel_compaction import semconv as sc
@@ -70,22 +71,30 @@ def test_entry_point_names_the_instrumentor() -> None:
     assert point.load() is CompactionInstrumentor
 
 
-def test_either_sdk_is_enough(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Dependencies are any-of: a missing SDK is no conflict while the other is installed."""
-    instrumentor = CompactionInstrumentor()
-    assert instrumentor._check_dependency_conflicts() is None
+def test_either_sdk_is_enough(
+    monkeypatch: pytest.MonkeyPatch, instrument: Callable[..., CompactionInstrumentor]
+) -> None:
+    """Dependencies are any-of: a missing SDK is no conflict while the other is installed;
+    with none of them, instrument() refuses as it does under opentelemetry-instrument."""
+    strict = {"raise_exception_on_conflict": True}  # what opentelemetry-instrument passes
+    instrumentor = instrument(**strict)
+    assert instrumentor.is_instrumented_by_opentelemetry
+    instrumentor.uninstrument()
     monkeypatch.setattr(
         CompactionInstrumentor,
         "instrumentation_dependencies",
         lambda self: ("anthropic >= 0.40", "no-such-sdk-xyz >= 1"),
     )
-    assert instrumentor._check_dependency_conflicts() is None
+    assert instrument(**strict).is_instrumented_by_opentelemetry
+    instrumentor.uninstrument()
     monkeypatch.setattr(
         CompactionInstrumentor,
         "instrumentation_dependencies",
         lambda self: ("no-such-sdk-xyz >= 1",),
     )
-    assert instrumentor._check_dependency_conflicts() is not None
+    with pytest.raises(DependencyConflictError, match="no-such-sdk-xyz"):
+        instrument(**strict)
+    assert not instrumentor.is_instrumented_by_opentelemetry
 
 
 def test_current_releases_have_every_target() -> None:

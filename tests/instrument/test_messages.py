@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from otel_compaction.instrument import _messages
 from otel_compaction.instrument._messages import _describe_any, describe, fingerprint, size_of
 
 _text = st.text(max_size=40)
@@ -65,9 +67,18 @@ def test_size_of_counts_what_the_fingerprint_counts(value: Any) -> None:
 def test_the_key_is_the_fingerprint_of_the_message(message: dict[str, Any]) -> None:
     """A message's key, computed when first asked for, is its fingerprint; two equal
     messages have equal keys and the facts compare equal whether keys were computed or not."""
-    facts = describe(message)
-    assert facts._key is None
-    assert facts.key == fingerprint(message)[0]
+    asked: list[Any] = []
+
+    def counted(value: Any, depth: int = 0) -> tuple[int, int]:
+        asked.append(value)
+        return fingerprint(value, depth)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_messages, "fingerprint", counted)
+        facts = describe(message)
+        assert not any(value is message for value in asked)  # describing computes no key
+        assert facts.key == fingerprint(message)[0]
+        assert any(value is message for value in asked)
     again = describe({**message})
     assert again == facts
     assert again.key == facts.key
