@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import random
+import sys
+import tracemalloc
 
 import pytest
 from hypothesis import given, settings
@@ -279,19 +282,35 @@ def test_token_fraction_needs_before_and_window() -> None:
 
 
 def test_memory_is_bounded() -> None:
-    """At most max_compactions_per_conversation records and a few sketches are kept."""
+    """At most max_compactions_per_conversation records and the bounded sketches of the
+    last SKETCH_MEMORY summaries are kept: only those are recognised in a later text, and
+    the tracker holds a few hundred KiB after 12 summaries of 3,000 words."""
     s = Settings(max_compactions_per_conversation=5)
-    t = LineageTracker("c", s)
-    summary = ""
-    for i in range(40):
-        t.observe_turn(i + 1, 1_000, 10)
-        # each summary carries the last 2,000 words of the one before
-        summary = " ".join([*summary.split()[-2_000:], *prose(i, 1_000).split()])
-        t.observe_compaction(obs(summary_text=summary))
+    summaries: list[str] = []
+    ids: list[str] = []
+    gc.collect()
+    tracemalloc.start()  # before the tracker: what it holds at the end, summaries aside
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        t = LineageTracker("c", s)
+        summary = ""
+        for i in range(12):
+            t.observe_turn(i + 1, 1_000, 10)
+            # each summary carries the last 2,000 words of the one before
+            summary = " ".join([*summary.split()[-2_000:], *prose(i, 1_000).split()])
+            ids.append(t.observe_compaction(obs(summary_text=summary)).compaction_id)
+            summaries.append(summary)
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+        held -= sum(sys.getsizeof(text) for text in summaries) + sys.getsizeof(summaries)
+    finally:
+        tracemalloc.stop()
     assert len(t.records) == 5
-    assert len(t._known) == SKETCH_MEMORY
-    assert all(len(k.sketch.hashes) <= 1024 for k in t._known)
-    assert t.records[-1].generation == 39
+    assert t.records[-1].generation == 11
+    # A text carrying summary j whole (not equal to it) is matched by j's sketch only.
+    found = [t.is_known_summary(text + " and what came after") for text in summaries]
+    assert found == [None] * (12 - SKETCH_MEMORY) + ids[-SKETCH_MEMORY:]
+    assert held < 512 * 1024  # unbounded sketches (or all 12 of them) hold twice that or more
 
 
 _steps = st.lists(
