@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from tests.instrument.conftest import cap, instrument, settings
-from tests.processor.conftest import pipeline_factory
+from tests.processor.conftest import pipeline_factory, processor_metrics
 
-__all__ = ["cap", "instrument", "pipeline_factory", "settings"]
+__all__ = ["cap", "instrument", "pipeline_factory", "processor_metrics", "settings"]

@@ -16,9 +16,10 @@ from otel_compaction.processor.decode import Signal
 from otel_compaction.processor.pipeline import Pipeline
 from otel_compaction.processor.queue import PersistentQueue
 from otel_compaction.processor.tap import SCOPE_NAME
+from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.processor.values import as_int
 from tests.hostile.inputs import langchain_compaction, trace_request, turn
-from tests.processor.conftest import PipelineFactory, make_config, queued
+from tests.processor.conftest import PipelineFactory, make_config, queued, rejections
 
 
 def _submit(pipeline: Pipeline, request: ExportTraceServiceRequest) -> None:
@@ -58,12 +59,12 @@ def test_numbers_outside_int64_are_no_numbers(text: str) -> None:
 
 
 def test_a_batch_the_pipeline_fails_on_is_forwarded_as_received(
-    pipeline_factory: PipelineFactory, monkeypatch: pytest.MonkeyPatch
+    pipeline_factory: PipelineFactory,
+    processor_metrics: ProcessorMetrics,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Whatever raises while a batch's flags are written, the batch leaves unchanged, counted."""
-    pipeline, _ = pipeline_factory("enrich")
-    rejected: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(pipeline, "_skipped", lambda item, reason: rejected.append(reason))
+    pipeline, _ = pipeline_factory("enrich", metrics=processor_metrics)
 
     def boom(*_: Any) -> bool:
         raise ValueError("Value out of range")
@@ -76,7 +77,7 @@ def test_a_batch_the_pipeline_fails_on_is_forwarded_as_received(
     assert _raw_left(pipeline) == []
     out = queued(pipeline)
     assert [r.SerializeToString() for r in out[:1]] == [bad.SerializeToString()]
-    assert rejected == [sc.ProcessorReason.ANALYSIS_ERROR]
+    assert rejections(processor_metrics) == {sc.ProcessorReason.ANALYSIS_ERROR.value: 1}
 
 
 def test_a_failing_disk_leaves_the_batch_at_the_head_and_health_says_stuck(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -11,12 +11,15 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from prometheus_client.parser import text_string_to_metric_families
 
+from otel_compaction import semconv as sc
 from otel_compaction.emit.metrics import CompactionMetrics
 from otel_compaction.processor.config import ProcessorConfig, load_config
 from otel_compaction.processor.decode import Signal
 from otel_compaction.processor.pipeline import Pipeline
 from otel_compaction.processor.queue import PersistentQueue
+from otel_compaction.processor.telemetry import ProcessorMetrics
 
 PipelineFactory = Callable[..., tuple[Pipeline, io.StringIO]]
 
@@ -37,16 +40,39 @@ def make_config(tmp_path: Path, mode: str = "tap", **sections: dict[str, Any]) -
 
 @pytest.fixture
 def pipeline_factory(tmp_path: Path) -> PipelineFactory:
-    """Build a pipeline (no threads) whose findings go to a ``StringIO``."""
+    """Build a pipeline (no threads) whose findings go to a ``StringIO`` (and whose counters
+    go to ``metrics``, when given)."""
 
-    def build(mode: str = "tap", **sections: dict[str, Any]) -> tuple[Pipeline, io.StringIO]:
+    def build(
+        mode: str = "tap", *, metrics: ProcessorMetrics | None = None, **sections: dict[str, Any]
+    ) -> tuple[Pipeline, io.StringIO]:
         config = make_config(tmp_path, mode, **sections)
         assert config.forward.queue.directory is not None
         queue = PersistentQueue(config.forward.queue.directory)
         out = io.StringIO()
-        return Pipeline(config, queue=queue, findings_out=out), out
+        return Pipeline(config, metrics=metrics, queue=queue, findings_out=out), out
 
     return build
+
+
+@pytest.fixture
+def processor_metrics() -> Iterator[ProcessorMetrics]:
+    """The processor's own metrics, read through their Prometheus exposition."""
+    metrics = ProcessorMetrics("test", livelocked=lambda: 0, active=lambda: 0, queue_size=lambda: 0)
+    yield metrics
+    metrics.shutdown()
+
+
+def rejections(metrics: ProcessorMetrics) -> dict[str, float]:
+    """The items the pipeline refused, by reason (the reasons counted at least once)."""
+    name = sc.METRIC_PROCESSOR_REJECTED.prometheus
+    by_reason: dict[str, float] = {}
+    for family in text_string_to_metric_families(metrics.exposition().decode()):
+        for sample in family.samples:
+            if sample.name == name and sample.value:
+                reason = sample.labels[sc.prometheus_label(sc.PROCESSOR_REASON)]
+                by_reason[reason] = by_reason.get(reason, 0.0) + sample.value
+    return by_reason
 
 
 def queued(pipeline: Pipeline) -> list[Any]:

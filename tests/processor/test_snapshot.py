@@ -18,7 +18,7 @@ from otel_compaction.model import TurnObservation
 from otel_compaction.processor.config import ConfigError, load_config
 from otel_compaction.processor.extract import Item, ItemKind, spans_to_items
 from otel_compaction.processor.snapshot import FILE_NAME, SnapshotRejected, SnapshotStore
-from otel_compaction.processor.state import ConversationState
+from otel_compaction.processor.state import ConversationState, SkipListener
 from otel_compaction.semconv import SnapshotReason
 from tests.processor.golden import TESTDATA, read_requests
 
@@ -69,8 +69,8 @@ def _oracle(name: str) -> list[dict[str, Any]]:
     return list(json.loads((TESTDATA / f"{name}.findings.json").read_text()))
 
 
-def _state(clock: Clock | None = None) -> ConversationState:
-    return ConversationState(SETTINGS, window=0.0, clock=clock or Clock(1_000.0))
+def _state(clock: Clock | None = None, on_skip: SkipListener | None = None) -> ConversationState:
+    return ConversationState(SETTINGS, window=0.0, clock=clock or Clock(1_000.0), on_skip=on_skip)
 
 
 def _store(tmp_path: Path, wall: Callable[[], float] | None = None, **kw: Any) -> SnapshotStore:
@@ -108,15 +108,14 @@ def test_turn_marks_order_and_idle_time_survive(tmp_path: Path) -> None:
     store = _store(tmp_path, wall)
     store.save(first)
     wall.now += 100.0  # the processor was down for 100 s
-    second = _state(Clock(5.0))
+    skipped: list[str] = []
+    second = _state(Clock(5.0), on_skip=lambda item, reason: skipped.append(reason.value))
     store.load(second)
     assert second.registry.ids() == first.registry.ids()
     idle = {a.conversation_id: idle for a, idle, _ in second.tracked()}
     assert idle == {a.conversation_id: idle + 100.0 for a, idle, _ in first.tracked()}
     late = [i for i in before if i.kind is ItemKind.TURN][-1:]
     late[0].dedupe_key += 1  # a retried span the dedupe memory does not know
-    skipped: list[Any] = []
-    second._on_skip = lambda item, reason: skipped.append(reason.value)
     second.offer(late)
     assert second.drain() == []
     assert skipped == ["late"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
-from otel_compaction.model import CompactionObservation, PhaseReport, TurnObservation
+from otel_compaction.model import CompactionObservation, PhaseReport, Pressure, TurnObservation
 from otel_compaction.processor import snapshot_codec as codec
 from otel_compaction.semconv import CompactionMode, CompactionSource
 from otel_compaction.signals.tools import ToolCategory
@@ -162,13 +162,16 @@ def test_every_listed_value_comes_back_identical(value: Any) -> None:
         assert back == value
 
 
-def test_an_unlisted_type_in_a_slot_is_refused_by_name() -> None:
-    """A tracker slot holding a type the codec does not know fails loudly, naming the type."""
-    analyzer = ConversationAnalyzer("conv", SETTINGS)
-    analyzer.observe_turn(TurnObservation(1_000))
-    analyzer._pressure_tracker._kept = object()  # type: ignore[assignment]  # a new kind of value
+@pytest.mark.parametrize(
+    "value",
+    [object(), (1, (object(),)), Pressure(cast("int", object()), 200_000, 0.0, 0.0)],
+    ids=["alone", "in-tuples", "in-a-listed-class"],
+)
+def test_an_unlisted_type_is_refused_by_name(value: object) -> None:
+    """A value of a type the codec does not know fails loudly, naming the type, however deep
+    in a listed value (a tracker slot holding a new kind of value is one)."""
     with pytest.raises(codec.SnapshotError, match=r"builtins\.object"):
-        codec.encode_analyzer(analyzer)
+        codec.encode(value)
 
 
 def test_derived_slots_name_real_slots_and_the_rest_are_kept() -> None:

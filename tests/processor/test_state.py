@@ -15,8 +15,9 @@ from otel_compaction.processor.decode import Signal
 from otel_compaction.processor.extract import spans_to_items
 from otel_compaction.processor.pipeline import Overloaded
 from otel_compaction.processor.state import ConversationState, RecentKeys, ReorderWindow
+from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason
-from tests.processor.conftest import PipelineFactory, queued
+from tests.processor.conftest import PipelineFactory, queued, rejections
 from tests.processor.golden import TESTDATA, read_requests
 
 
@@ -69,19 +70,21 @@ def test_shuffled_spans_within_the_window_give_the_in_order_verdicts(
     assert _findings(out) == _oracle("livelock_004")
 
 
-def test_a_retried_batch_changes_nothing(pipeline_factory: PipelineFactory) -> None:
+def test_a_retried_batch_changes_nothing(
+    pipeline_factory: PipelineFactory, processor_metrics: ProcessorMetrics
+) -> None:
     """Every batch sent twice (an exporter retry) yields the findings once, duplicates counted."""
-    pipeline, out = pipeline_factory()
-    skipped: list[ProcessorReason] = []
-    pipeline.state._on_skip = lambda item, reason: skipped.append(reason)
+    pipeline, out = pipeline_factory(metrics=processor_metrics)
     for request in _requests("boundary_000"):
         for _ in range(2):
             pipeline.submit(Signal.TRACES, request, "http")
             pipeline.step()
     pipeline.drain()
     assert _findings(out) == _oracle("boundary_000")
-    assert skipped
-    assert set(skipped) == {ProcessorReason.DUPLICATE}
+    skipped = rejections(processor_metrics)
+    assert set(skipped) == {ProcessorReason.DUPLICATE.value}
+    sent = sum(1 for r in _requests("boundary_000") for _ in spans_to_items(r))
+    assert skipped[ProcessorReason.DUPLICATE.value] == sent  # every item of every retry
 
 
 def test_a_replayed_compaction_is_not_counted_twice_after_dedupe_memory_forgets() -> None:
