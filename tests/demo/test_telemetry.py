@@ -19,6 +19,10 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from otel_compaction import semconv as sc
 from otel_compaction.demo import SCENARIOS, DemoError, run_demo
@@ -43,16 +47,24 @@ def test_grpc_for_its_scheme_or_port_4317_else_http(url: str, grpc: bool) -> Non
     span_exporter.shutdown()
 
 
-@pytest.mark.parametrize(
-    "url", ["http://localhost:4318", "http://localhost:4318/", "http://localhost:4318/v1/traces"]
-)
-def test_http_paths_are_the_otlp_ones_under_the_url(url: str) -> None:
+@pytest.mark.parametrize("suffix", ["", "/", "/v1/traces", "/v1/metrics/"])
+def test_http_paths_are_the_otlp_ones_under_the_url(suffix: str) -> None:
     """The HTTP exporters post to /v1/traces and /v1/metrics under the URL's base."""
-    span_exporter, metric_exporter = otlp_exporters(url)
-    # The exporters keep the URL they post to in a private attribute, read only here.
-    assert span_exporter._endpoint == "http://localhost:4318/v1/traces"  # type: ignore[attr-defined]
-    assert metric_exporter._endpoint == "http://localhost:4318/v1/metrics"  # type: ignore[attr-defined]
-    span_exporter.shutdown()
+    with _collector() as (url, received):
+        span_exporter, metric_exporter = otlp_exporters(url + suffix)
+        tracer_provider = TracerProvider()
+        tracer_provider.add_span_processor(SimpleSpanProcessor(span_exporter))
+        tracer_provider.get_tracer("probe").start_span("probe").end()
+        tracer_provider.shutdown()
+        # One export, at shutdown.
+        reader = PeriodicExportingMetricReader(metric_exporter, export_interval_millis=3_600_000)
+        meter_provider = MeterProvider(metric_readers=[reader])
+        meter_provider.get_meter("probe").create_counter("probe").add(1)
+        meter_provider.shutdown()
+    assert {path: len(bodies) for path, bodies in received.items()} == {
+        "/v1/traces": 1,
+        "/v1/metrics": 1,
+    }
 
 
 def test_an_endpoint_without_a_host_is_refused(tmp_path: Path) -> None:
