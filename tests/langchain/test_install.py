@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import subprocess
 import sys
 import threading
+import weakref
 from typing import Any
 
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
-from langchain_core.tracers import context as lc_context
 
 from otel_compaction import semconv as sc
 from otel_compaction.config import Settings
@@ -30,8 +31,10 @@ def _chats(cap: Capture) -> list[Any]:
     return [s for s in cap.spans if s.name.startswith(sc.OPERATION_CHAT)]
 
 
-def _hooks_holding(handler: object) -> int:
-    return sum(1 for var, *_ in lc_context._configure_hooks if var.get() is handler)
+def _released(handler: weakref.ref[Any]) -> bool:
+    """Whether nothing holds the handler any more (LangChain's hook registry included)."""
+    gc.collect()
+    return handler() is None
 
 
 def test_installed_handler_sees_runs_without_callbacks(cap: Capture) -> None:
@@ -47,7 +50,9 @@ def test_installed_handler_sees_runs_without_callbacks(cap: Capture) -> None:
     model.invoke("hello again")
     assert len(_chats(cap)) == 1
     assert installed_handler() is None
-    assert _hooks_holding(handler) == 0
+    held = weakref.ref(handler)
+    del handler
+    assert _released(held)
 
 
 def test_threads_started_before_install_see_the_handler(cap: Capture) -> None:
@@ -78,9 +83,11 @@ def test_installing_twice_records_each_call_once(cap: Capture) -> None:
     second = install(tracer_provider=cap.tracer_provider, meter_provider=cap.meter_provider)
     try:
         FakeListChatModel(responses=["hi"]).invoke("hello")
-        assert _hooks_holding(first) == 0
-        assert _hooks_holding(second) == 1
+        assert installed_handler() is second
         assert not first.enabled
+        replaced = weakref.ref(first)
+        del first
+        assert _released(replaced)  # its hook went with it
     finally:
         uninstall()
     assert len(_chats(cap)) == 1
