@@ -30,11 +30,3 @@ def test_design_api_names_are_exported() -> None:
         "CompactionAdvisor",
     ):
         assert hasattr(policy, name), name
-
-
-def test_entry_point_names_the_instrumentor() -> None:
-    """opentelemetry-instrument finds CompactionInstrumentor through the entry point."""
-    from importlib.metadata import entry_points
-
-    (ep,) = [e for e in entry_points(group="opentelemetry_instrumentor") if e.name == "compaction"]
-    assert ep.load() is otel_compaction.CompactionInstrumentor
