@@ -149,6 +149,18 @@ def async_openai_client(api: FakeLLMAPI, **options: Any) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(api_key=OPENAI_KEY, http_client=http, max_retries=0, **options)
 
 
+def text_block(block: object) -> anthropic.types.TextBlock:
+    """``block`` of a response's content, checked to be a text block."""
+    assert isinstance(block, anthropic.types.TextBlock), block
+    return block
+
+
+def tool_use_block(block: object) -> anthropic.types.ToolUseBlock:
+    """``block`` of a response's content, checked to be a tool call."""
+    assert isinstance(block, anthropic.types.ToolUseBlock), block
+    return block
+
+
 def attrs(span: Any) -> dict[str, Any]:
     """A finished span's attributes as a plain dict."""
     return dict(span.attributes or {})

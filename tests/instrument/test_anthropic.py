@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 import pytest
@@ -21,12 +21,17 @@ from tests.instrument.conftest import (
     async_anthropic_client,
     attrs,
     chat_spans,
+    text_block,
 )
 
-TASK = {"role": "user", "content": "The integration test fails; find out why."}
+if TYPE_CHECKING:
+    from anthropic.types import MessageParam
+
+TASK_TEXT = "The integration test fails; find out why."
+TASK: MessageParam = {"role": "user", "content": TASK_TEXT}
 
 
-def _agent_turns(client: anthropic.Anthropic, turns: int, task: dict[str, Any] = TASK) -> list[Any]:
+def _agent_turns(client: anthropic.Anthropic, turns: int, task: MessageParam = TASK) -> list[Any]:
     """Run ``turns`` tool-using turns, growing the history as an agent does."""
     messages: list[Any] = [task]
     for _ in range(turns):
@@ -202,7 +207,9 @@ def test_sdk_built_in_span_kept_nests_under_ours(
 def test_beta_create_is_instrumented(cap: Capture, instrumented: CompactionInstrumentor) -> None:
     """client.beta.messages.create (where context_management lives) gets an inference span."""
     client = anthropic_client(FakeLLMAPI())
-    client.beta.messages.create(model=MODEL, max_tokens=64, messages=[TASK], betas=["x"])
+    client.beta.messages.create(
+        model=MODEL, max_tokens=64, messages=[{"role": "user", "content": TASK_TEXT}], betas=["x"]
+    )
     assert attrs(chat_spans(cap)[0])[sc.TURN_INDEX] == 1
 
 
@@ -213,7 +220,7 @@ def test_raw_response_calls_are_read_from_the_parsed_body(
     client = anthropic_client(FakeLLMAPI([Reply("raw")]))
     raw = client.messages.with_raw_response.create(model=MODEL, max_tokens=64, messages=[TASK])
     message = raw.parse()
-    assert message.content[0].text == "raw"
+    assert text_block(message.content[0]).text == "raw"
     assert raw.parse() is message  # the SDK's cache: nothing parsed twice, nothing consumed
     assert raw.http_response.json()["content"][0]["text"] == "raw"
     a = attrs(chat_spans(cap)[0])

@@ -24,6 +24,7 @@ from tests.instrument.conftest import (
     async_anthropic_client,
     attrs,
     chat_spans,
+    text_block,
 )
 
 TASK = {"role": "user", "content": "Migrate the billing schema."}
@@ -116,8 +117,9 @@ def test_compaction_block_parents_the_summarizer_call_which_is_no_turn(
             system="Summarize the conversation.",
             messages=[*messages, {"role": "user", "content": "Summarize."}],
         )
-        block.set_result(summary=summary.content[0].text, tokens_after=600)
-    messages = [TASK, {"role": "user", "content": summary.content[0].text}, *messages[-2:]]
+        summary_text = text_block(summary.content[0]).text
+        block.set_result(summary=summary_text, tokens_after=600)
+    messages = [TASK, {"role": "user", "content": summary_text}, *messages[-2:]]
     _call(client, messages)
     (span,) = _compactions(cap)
     a = attrs(span)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from typing import TYPE_CHECKING
 
 import anthropic
 import httpx
@@ -20,9 +21,21 @@ from tests.instrument.conftest import (
     RESPONSES,
     anthropic_client,
     openai_client,
+    text_block,
+    tool_use_block,
 )
 
-TASK = [{"role": "user", "content": "hello there"}]
+if TYPE_CHECKING:
+    from anthropic.types import MessageParam
+    from anthropic.types.beta import (
+        BetaClearToolUses20250919EditParam,
+        BetaContextManagementConfigParam,
+        BetaMessageParam,
+    )
+    from openai.types.chat import ChatCompletionMessageParam
+
+TASK: list[MessageParam] = [{"role": "user", "content": "hello there"}]
+CHAT_TASK: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hello there"}]
 
 
 def test_usage_grows_with_what_was_sent() -> None:
@@ -45,10 +58,11 @@ def test_script_is_followed_in_order_then_the_default() -> None:
     first = client.messages.create(model=MODEL, max_tokens=8, messages=TASK)
     second = client.messages.create(model=MODEL, max_tokens=8, messages=TASK)
     assert first.stop_reason == "tool_use"
-    assert first.content[1].name == "grep"
-    assert first.content[1].input == {"pattern": "x"}
-    assert first.content[1].id == "toolu_1"
-    assert second.content[0].text == "later"
+    called = tool_use_block(first.content[1])
+    assert called.name == "grep"
+    assert called.input == {"pattern": "x"}
+    assert called.id == "toolu_1"
+    assert text_block(second.content[0]).text == "later"
     assert [r.api for r in api.requests] == ["anthropic", "anthropic"]
 
 
@@ -59,7 +73,7 @@ def test_errors_use_each_providers_envelope() -> None:
         anthropic_client(api).messages.create(model=MODEL, max_tokens=8, messages=TASK)
     assert limited.value.response.headers["retry-after"] == "2"
     with pytest.raises(openai.InternalServerError):
-        openai_client(api).chat.completions.create(model=OPENAI_MODEL, messages=TASK)
+        openai_client(api).chat.completions.create(model=OPENAI_MODEL, messages=CHAT_TASK)
 
 
 @CONTEXT_MANAGEMENT
@@ -67,17 +81,17 @@ def test_server_compaction_when_the_trigger_is_reached() -> None:
     """compact_20260112 over its trigger: a compaction block, iterations, billed from it on."""
     api = FakeLLMAPI()
     client = anthropic_client(api)
-    edits = {
+    edits: BetaContextManagementConfigParam = {
         "edits": [{"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 50}}]
     }
-    history = [{"role": "user", "content": "y" * 400}]
+    history: list[BetaMessageParam] = [{"role": "user", "content": "y" * 400}]
     message = client.beta.messages.create(
         model=MODEL, max_tokens=8, messages=history, context_management=edits
     )
     assert message.content[0].type == "compaction"
     iterations = message.usage.iterations or []
     assert [i.type for i in iterations] == ["compaction", "message"]
-    after = [
+    after: list[BetaMessageParam] = [
         *history,
         {"role": "assistant", "content": message.content},
         {"role": "user", "content": "go"},
@@ -89,15 +103,26 @@ def test_server_compaction_when_the_trigger_is_reached() -> None:
 @CONTEXT_MANAGEMENT
 def test_clear_tool_uses_reports_applied_edits() -> None:
     """clear_tool_uses_20250919 over its trigger reports what it cleared."""
-    results = [
-        {"type": "tool_result", "tool_use_id": f"t{i}", "content": "z" * 300} for i in range(4)
+    history: list[BetaMessageParam] = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": f"t{i}", "content": "z" * 300}
+                for i in range(4)
+            ],
+        },
     ]
-    history = [{"role": "user", "content": "go"}, {"role": "user", "content": results}]
-    edit = {"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 10}}
+    edit: BetaClearToolUses20250919EditParam = {
+        "type": "clear_tool_uses_20250919",
+        "trigger": {"type": "input_tokens", "value": 10},
+    }
     message = anthropic_client(FakeLLMAPI()).beta.messages.create(
         model=MODEL, max_tokens=8, messages=history, context_management={"edits": [edit]}
     )
-    (applied,) = message.context_management.applied_edits  # type: ignore[union-attr]
+    assert message.context_management is not None
+    (applied,) = message.context_management.applied_edits
+    assert applied.type == "clear_tool_uses_20250919"
     assert applied.cleared_tool_uses == 1
     assert applied.cleared_input_tokens > 50
 
@@ -115,10 +140,13 @@ def test_openai_compaction_items_and_compact_endpoint() -> None:
     compacted = client.responses.compact(
         model=OPENAI_MODEL, input=[{"role": "user", "content": "hi"}]
     )
+    from openai.types.responses import ResponseCompactionItem
+
     assert compacted.object == "response.compaction"
     item = compacted.output[-1]
     assert item.type == "compaction"
-    assert base64.b64decode(item.encrypted_content).startswith(b"Summary")  # type: ignore[union-attr]
+    assert isinstance(item, ResponseCompactionItem)
+    assert base64.b64decode(item.encrypted_content).startswith(b"Summary")
 
 
 def test_old_httpx_requests_are_answered_too() -> None:
@@ -142,12 +170,10 @@ def test_local_http_server_serves_both_sdks() -> None:
     with api.serve() as base_url:
         assert base_url.startswith("http://127.0.0.1:")
         claude = anthropic.Anthropic(api_key="k", base_url=base_url, max_retries=0)
-        assert (
-            claude.messages.create(model=MODEL, max_tokens=8, messages=TASK).content[0].text
-            == "one"
-        )
+        answer = claude.messages.create(model=MODEL, max_tokens=8, messages=TASK)
+        assert text_block(answer.content[0]).text == "one"
         gpt = openai.OpenAI(api_key="k", base_url=base_url + "/v1", max_retries=0)
-        chunks = gpt.chat.completions.create(model=OPENAI_MODEL, messages=TASK, stream=True)
+        chunks = gpt.chat.completions.create(model=OPENAI_MODEL, messages=CHAT_TASK, stream=True)
         assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "two"
         raw = gpt.responses.create(model=OPENAI_MODEL, input="x")
         assert raw.output_text == "three"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import openai
 
@@ -21,7 +21,13 @@ from tests.instrument.conftest import (
     openai_client,
 )
 
-SYSTEM = {"role": "system", "content": "You are a careful debugging agent."}
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionSystemMessageParam
+
+SYSTEM: ChatCompletionSystemMessageParam = {
+    "role": "system",
+    "content": "You are a careful debugging agent.",
+}
 TOOL = Reply("", tool_calls=(ToolCall("run_tests", {"path": "tests/"}),))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 import openai
@@ -37,7 +37,11 @@ from tests.instrument.conftest import (
     openai_client,
 )
 
-TASK = {"role": "user", "content": "Find the memory leak."}
+if TYPE_CHECKING:
+    from anthropic.types import MessageParam
+
+TASK_TEXT = "Find the memory leak."
+TASK: MessageParam = {"role": "user", "content": TASK_TEXT}
 
 
 def _script() -> list[Reply]:
@@ -147,7 +151,9 @@ def test_timeouts_are_reraised_unmodified(
     """A transport timeout surfaces as the SDK's APITimeoutError, as without us."""
     client = openai_client(FakeLLMAPI([Reply(timeout=True)]))
     with pytest.raises(openai.APITimeoutError):
-        client.chat.completions.create(model=OPENAI_MODEL, messages=[TASK])
+        client.chat.completions.create(
+            model=OPENAI_MODEL, messages=[{"role": "user", "content": TASK_TEXT}]
+        )
     assert attrs(chat_spans(cap)[0])[sc.ERROR_TYPE] == "APITimeoutError"
 
 
@@ -170,7 +176,9 @@ def test_api_keys_and_auth_headers_never_reach_telemetry(
     api = FakeLLMAPI(_script())
     _run_agent(api)
     client = openai_client(FakeLLMAPI())
-    client.chat.completions.create(model=OPENAI_MODEL, messages=[TASK])
+    client.chat.completions.create(
+        model=OPENAI_MODEL, messages=[{"role": "user", "content": TASK_TEXT}]
+    )
     client.responses.create(model=OPENAI_MODEL, input="hello")
     sent = api.requests[0].headers
     assert "sk-ant-test-secret" in sent.get("authorization", sent.get("x-api-key", ""))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -23,7 +23,11 @@ from tests.instrument.conftest import (
     openai_client,
 )
 
-TASK = {"role": "user", "content": "Refactor the cache layer."}
+if TYPE_CHECKING:
+    from anthropic.types.beta import BetaMessageParam
+    from openai.types.responses.response_create_params import ContextManagement
+
+TASK: BetaMessageParam = {"role": "user", "content": "Refactor the cache layer."}
 COMPACT_EDIT = {
     "edits": [{"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 600}}]
 }
@@ -129,7 +133,10 @@ def test_pure_compaction_request_is_no_turn_and_the_conversation_goes_on(
         model=MODEL, max_tokens=64, messages=messages, compaction={"type": "summarize"}
     )
     assert compacted.stop_reason == "compaction"
-    after = [{"role": "assistant", "content": compacted.content}, {"role": "user", "content": "go"}]
+    after: list[BetaMessageParam] = [
+        {"role": "assistant", "content": compacted.content},
+        {"role": "user", "content": "go"},
+    ]
     client.beta.messages.create(model=MODEL, max_tokens=64, messages=after)
     spans = [attrs(s) for s in chat_spans(cap)]
     assert [s.get(sc.TURN_INDEX) for s in spans] == [1, 2, 3, None, 4]
@@ -156,7 +163,7 @@ def test_openai_compaction_item_is_a_server_compaction(
     """context_management compaction: the compaction item becomes one openai server compaction."""
     client = openai_client(FakeLLMAPI(default=READ))
     items = _responses_agent(client, 3)
-    management = [{"type": "compaction", "compact_threshold": 300}]
+    management: list[ContextManagement] = [{"type": "compaction", "compact_threshold": 300}]
     if stream:
         with client.responses.stream(
             model=OPENAI_MODEL, input=items, context_management=management
@@ -180,7 +187,9 @@ def test_responses_compact_is_a_compaction_not_a_turn(
     items = _responses_agent(client, 3)
     compacted = client.responses.compact(model=OPENAI_MODEL, input=items)
     # The compacted user messages are typed as output messages; dump them as sent back.
-    kept = [item.model_dump(exclude_none=True, warnings=False) for item in compacted.output]
+    kept: list[Any] = [
+        item.model_dump(exclude_none=True, warnings=False) for item in compacted.output
+    ]
     client.responses.create(model=OPENAI_MODEL, input=[*kept, {"role": "user", "content": "go"}])
     spans = [attrs(s) for s in chat_spans(cap)]
     assert [s.get(sc.TURN_INDEX) for s in spans] == [1, 2, 3, None, 4]

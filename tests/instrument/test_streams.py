@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 import pytest
@@ -20,9 +20,13 @@ from tests.instrument.conftest import (
     async_anthropic_client,
     attrs,
     chat_spans,
+    tool_use_block,
 )
 
-TASK = [{"role": "user", "content": "Fix the failing test."}]
+if TYPE_CHECKING:
+    from anthropic.types import MessageParam
+
+TASK: list[MessageParam] = [{"role": "user", "content": "Fix the failing test."}]
 TOOL_REPLY = Reply("Let me look.", tool_calls=(ToolCall("grep", {"pattern": "fixture"}),))
 
 
@@ -41,7 +45,7 @@ def test_stream_yields_the_same_events_and_ends_once_with_usage(
     instrument()
     client = anthropic_client(FakeLLMAPI([TOOL_REPLY]))
     stream = client.messages.create(model=MODEL, max_tokens=64, messages=TASK, stream=True)
-    assert isinstance(stream, anthropic.Stream) or not PROXY_ISINSTANCE
+    assert not PROXY_ISINSTANCE or isinstance(stream, anthropic.Stream)
     got = [(e.type, getattr(getattr(e, "delta", None), "type", None)) for e in stream]
     assert got == expected
     (span,) = chat_spans(cap)
@@ -154,7 +158,7 @@ def test_messages_stream_helper_ends_the_span(
         else:
             getattr(stream, reader)()
         final = stream.get_final_message()
-    assert final.content[1].name == "grep"
+    assert tool_use_block(final.content[1]).name == "grep"
     (span,) = chat_spans(cap)
     a = attrs(span)
     assert a[sc.TOOL_CALLS] == ("grep",)
@@ -181,8 +185,8 @@ def test_async_stream_and_async_manager(cap: Capture, instrumented: CompactionIn
         stream = await client.messages.create(
             model=MODEL, max_tokens=64, messages=TASK, stream=True
         )
-        assert isinstance(stream, anthropic.AsyncStream) or not PROXY_ISINSTANCE
-        kinds = [e.type async for e in stream]
+        assert not PROXY_ISINSTANCE or isinstance(stream, anthropic.AsyncStream)
+        kinds: list[str] = [e.type async for e in stream]
         async with client.messages.stream(model=MODEL, max_tokens=64, messages=TASK) as managed:
             await managed.get_final_message()
         return kinds
