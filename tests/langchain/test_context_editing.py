@@ -13,6 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from otel_compaction import semconv as sc
 from otel_compaction.instrument.langchain import CompactionCallbackHandler
 from otel_compaction.testing import Capture
+from tests.attributes import attr_int
 from tests.langchain._agents import ScriptedAgentModel, read_file, run
 
 
@@ -56,7 +57,9 @@ def test_each_clearing_is_one_prune_compaction(
     assert {p[sc.COMPACTION_TRIGGER] for p in prunes} == {"clear_tool_uses"}
     assert {p[sc.COMPACTION_SOURCE] for p in prunes} == {"langchain"}
     assert {p[sc.LINEAGE_GENERATION] for p in prunes} == {0}
-    assert all(p[sc.TOKENS_BEFORE] > p[sc.TOKENS_AFTER_REPORTED] for p in prunes)
+    assert all(
+        attr_int(p, sc.TOKENS_BEFORE) > attr_int(p, sc.TOKENS_AFTER_REPORTED) for p in prunes
+    )
 
 
 def test_cleared_results_are_not_new_content(
@@ -67,6 +70,6 @@ def test_cleared_results_are_not_new_content(
     run(_agent(model))
 
     chats = [dict(s.attributes or {}) for s in cap.spans if s.name.startswith("chat")]
-    later = {c[sc.CONTEXT_NEW_CONTENT_TOKENS] for c in chats[1:]}
+    later = {attr_int(c, sc.CONTEXT_NEW_CONTENT_TOKENS) for c in chats[1:]}
     assert len(later) == 1
     assert later.pop() > 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Generator
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -116,6 +117,7 @@ def test_stream_closed_elsewhere_leaves_no_scope_behind(
     """A stream left open, then closed in another context, no longer shows as the current call."""
     model = FakeListChatModel(responses=["a long streamed answer"])
     stream = model.stream("hello", config={"metadata": {"thread_id": "s"}})
+    assert isinstance(stream, Generator)  # what can be closed elsewhere
     next(stream)
     assert current_call() is not None  # the run is in flight in this context
     contextvars.copy_context().run(stream.close)

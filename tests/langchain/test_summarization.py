@@ -138,7 +138,9 @@ def _tokens(messages: Sequence[BaseMessage]) -> int:
 def _replay(inputs: Sequence[Sequence[BaseMessage]]) -> tuple[ConversationAnalyzer, list[Any]]:
     """Feed the engine what a plain SDK observer sees: each call's input, nothing else."""
     analyzer = ConversationAnalyzer("replay", Settings())
-    analyses, seen, last, previous = [], set(), None, None
+    analyses: list[Any] = []
+    seen: set[str | None] = set()
+    last, previous = None, None
     for messages in inputs:
         head = messages[0]
         if _is_summary(head) and head.content != last:
