@@ -26,7 +26,9 @@ def trace_request(*spans: tuple[str, dict[str, Any]], seed: int = 1) -> ExportTr
     return request
 
 
-def langchain_compaction(tokens_before: Any, conversation: str = "hostile-1") -> tuple[str, dict]:
+def langchain_compaction(
+    tokens_before: Any, conversation: str = "hostile-1"
+) -> tuple[str, dict[str, Any]]:
     """Issue 17 item 1: a foreign ``compaction`` span (no ``compaction.id``) with a bad size."""
     return (
         sc.SPAN_COMPACTION,
@@ -38,7 +40,7 @@ def langchain_compaction(tokens_before: Any, conversation: str = "hostile-1") ->
     )
 
 
-def turn(conversation: str, index: int, tokens: int) -> tuple[str, dict]:
+def turn(conversation: str, index: int, tokens: int) -> tuple[str, dict[str, Any]]:
     """An inference span of ours for turn ``index``."""
     return (
         "chat claude-sonnet-4-5",

@@ -38,7 +38,7 @@ def _record(kind: str, n: int, **fields: Any) -> dict[str, Any]:
     }
 
 
-def _call(n: int, context: int, **usage: Any) -> dict[str, Any]:
+def _call(n: int, context: object, **usage: Any) -> dict[str, Any]:
     figures = {"input_tokens": context, "output_tokens": 10, **usage}
     message = {"id": f"msg-{n}", "role": "assistant", "model": "claude-sonnet-4-5",
                "content": [{"type": "text", "text": "ok"}], "usage": figures}  # fmt: skip

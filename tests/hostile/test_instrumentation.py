@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 import httpx2
@@ -21,7 +21,12 @@ from otel_compaction.instrument import CompactionInstrumentor
 from otel_compaction.testing import Capture
 from tests.instrument.conftest import ANTHROPIC_KEY, MODEL, OPENAI_KEY, OPENAI_MODEL, attrs
 
-MESSAGES = [{"role": "user", "content": "read the config"}]
+if TYPE_CHECKING:
+    from anthropic.types import MessageParam
+    from openai.types.chat import ChatCompletionMessageParam
+
+MESSAGES: list[MessageParam] = [{"role": "user", "content": "read the config"}]
+CHAT_MESSAGES: list[ChatCompletionMessageParam] = [{"role": "user", "content": "read the config"}]
 DEEP = "[" * 2000 + "]" * 2000
 
 
@@ -43,6 +48,7 @@ def _sse(events: list[dict[str, Any]]) -> httpx2.Response:
 def _deep_tool_stream(_: httpx2.Request) -> httpx2.Response:
     """A stream whose tool input (``input_json_delta``) nests 2,000 levels deep."""
     usage = {"input_tokens": 1200, "output_tokens": 1}
+    message: dict[str, Any]
     message = {"id": "msg_deep", "type": "message", "role": "assistant", "model": MODEL,
                "content": [], "stop_reason": None, "usage": usage}  # fmt: skip
     tool = {"type": "tool_use", "id": "toolu_deep", "name": "read_config", "input": {}}
@@ -192,7 +198,9 @@ def test_negative_usage_from_a_server_never_reaches_the_sdk_histogram(
                 model=MODEL, max_tokens=8, messages=MESSAGES
             )
         else:
-            _openai(_negative_openai).chat.completions.create(model=OPENAI_MODEL, messages=MESSAGES)
+            _openai(_negative_openai).chat.completions.create(
+                model=OPENAI_MODEL, messages=CHAT_MESSAGES
+            )
     assert [r.getMessage() for r in caplog.records if "non-negative" in r.getMessage()] == []
     [span] = [s for s in cap.spans if s.name.startswith("chat")]
     values = attrs(span)
