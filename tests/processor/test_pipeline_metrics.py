@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from opentelemetry.sdk.metrics import Exemplar
+
 from otel_compaction import semconv as sc
 from tests.processor.conftest import metrics_pipeline
 from tests.processor.golden import TESTDATA, read_requests
+
+
+def _span_of(exemplar: Exemplar) -> tuple[bytes, bytes]:
+    """The (trace id, span id) an exemplar names; it must name one."""
+    assert exemplar.trace_id is not None
+    assert exemplar.span_id is not None
+    return exemplar.trace_id.to_bytes(16, "big"), exemplar.span_id.to_bytes(8, "big")
 
 
 def test_compaction_metric_exemplars_carry_the_compaction_spans(tmp_path: Path) -> None:
@@ -34,5 +43,5 @@ def test_compaction_metric_exemplars_carry_the_compaction_spans(tmp_path: Path) 
         for e in p.exemplars
     ]
     assert exemplars
-    named = {(e.trace_id.to_bytes(16, "big"), e.span_id.to_bytes(8, "big")) for e in exemplars}
+    named = {_span_of(e) for e in exemplars}
     assert named <= compaction_spans

@@ -92,11 +92,11 @@ def test_sdk_exporters_over_grpc_and_http_reach_the_in_process_verdicts(tmp_path
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """One running service with a bearer token, a small body limit and a tiny window."""
     tmp = tmp_path_factory.mktemp("guarded")
-    sections = {
-        "receivers": {"auth": {"bearer_token": "s3cret"}, "max_request_bytes": 65536},
-        "processing": {"reorder_window_seconds": 0.5, "max_pending_items": 50},
-    }
-    with running(tmp, **sections) as (service, _out):
+    with running(
+        tmp,
+        receivers={"auth": {"bearer_token": "s3cret"}, "max_request_bytes": 65536},
+        processing={"reorder_window_seconds": 0.5, "max_pending_items": 50},
+    ) as (service, _out):
         yield service
 
 

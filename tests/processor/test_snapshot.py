@@ -36,7 +36,7 @@ class Clock:
 
 
 def _items(name: str) -> list[Item]:
-    items = []
+    items: list[Item] = []
     for _, request in read_requests(TESTDATA / f"{name}.traces.jsonl"):
         items.extend(spans_to_items(request, targets=False))
     return items
@@ -308,7 +308,7 @@ def test_a_failed_write_leaves_the_previous_snapshot(
 def test_the_state_directory_must_not_be_the_queue_directory(tmp_path: Path) -> None:
     """The queue takes every file in its directory for its own: the config refuses sharing it."""
     shared = str(tmp_path / "shared")
-    overrides = {
+    overrides: dict[str, dict[str, Any]] = {
         "forward": {"endpoint": "127.0.0.1:4317", "queue": {"directory": shared}},
         "state": {"directory": shared},
     }

@@ -79,7 +79,7 @@ def _same(a: Any, b: Any) -> bool:
     """Equal, NaN included."""
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return a == b or (a != a and b != b)
+    return bool(a == b or (a != a and b != b))
 
 
 def test_absent_keys_read_as_nothing() -> None:
