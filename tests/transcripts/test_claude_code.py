@@ -44,7 +44,9 @@ def test_one_turn_per_api_call_with_split_records_merged() -> None:
     assert [t.call.response_id for t in turns] == ["msg_A", "msg_B", "msg_C", "msg_D"]
     first = turns[0]
     assert first.observation.tool_calls == ("Bash",)
-    assert json.loads(first.observation.tool_arguments[0])["command"].startswith("pytest")
+    arguments = first.observation.tool_arguments[0]
+    assert arguments is not None
+    assert json.loads(arguments)["command"].startswith("pytest")
     assert first.call.output_tokens == 95  # the last record's usage
     assert turns[1].observation.tool_calls == ("Read", "Grep")
 

@@ -57,7 +57,9 @@ def test_tool_calls_with_arguments_and_outputs_as_new_content() -> None:
     assert [t.observation.tool_calls for t in turns] == [
         ("shell",), ("shell",), ("apply_patch",), ("local_shell",), (),
     ]  # fmt: skip
-    command = json.loads(turns[1].observation.tool_arguments[0])["command"]
+    arguments = turns[1].observation.tool_arguments[0]
+    assert arguments is not None
+    command = json.loads(arguments)["command"]
     assert command[-1].startswith("pytest")
     assert turns[0].observation.tool_output_tokens == ()
     assert len(turns[1].observation.tool_output_tokens) == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,7 +48,7 @@ def test_detection_skips_leading_broken_lines(tmp_path: Path) -> None:
 
 def test_otlp_lines_and_pretty_printed_documents(tmp_path: Path) -> None:
     """One request per line and one pretty-printed request over the whole file are both OTLP."""
-    request = {"resourceSpans": [{"resource": {}, "scopeSpans": []}]}
+    request: dict[str, Any] = {"resourceSpans": [{"resource": {}, "scopeSpans": []}]}
     lines = tmp_path / "traces.jsonl"
     lines.write_text(json.dumps(request) + "\n", encoding="utf-8")
     pretty = tmp_path / "dump.json"

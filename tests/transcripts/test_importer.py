@@ -16,6 +16,7 @@ from otel_compaction.config import Settings
 from otel_compaction.report import analyze_files
 from otel_compaction.transcripts.importer import import_files
 from otel_compaction.transcripts.otlp_file import OtlpJsonFileExporter
+from tests.attributes import attr_str
 from tests.transcripts import TESTDATA
 
 TRANSCRIPTS = [
@@ -79,7 +80,12 @@ def test_inference_span_attributes() -> None:
 def test_sub_agent_spans_carry_no_gen_ai_conversation_id() -> None:
     """A made-up conversation id never goes into gen_ai.conversation.id."""
     spans = _spans([TESTDATA / "claude_basic.jsonl"])
-    side = [s for s in spans if (s.attributes or {}).get(sc.CONVERSATION_ID, "").endswith("a1b2c3")]
+    side = [
+        s
+        for s in spans
+        if sc.CONVERSATION_ID in (s.attributes or {})
+        and attr_str(s, sc.CONVERSATION_ID).endswith("a1b2c3")
+    ]
     assert side
     assert all(sc.GEN_AI_CONVERSATION_ID not in (s.attributes or {}) for s in side)
 
