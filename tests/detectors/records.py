@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from typing import TypedDict, Unpack
 
 from otel_compaction.config import Settings
 from otel_compaction.detectors import DetectionContext
@@ -12,30 +14,61 @@ from otel_compaction.semconv import CompactionMode, CompactionSource, PhaseSourc
 PHASES = ("explore", "hypothesize", "patch", "verify")
 
 
-def record(turn: int = 30, **kw: object) -> CompactionRecord:
+class RecordFields(TypedDict, total=False):
+    """Fields of a :class:`CompactionRecord` a test sets (the others keep ``record``'s)."""
+
+    compaction_id: str
+    conversation_id: str
+    turn_index: int
+    source: CompactionSource
+    mode: CompactionMode
+    trigger: str | None
+    tokens_before: int | None
+    tokens_after: int | None
+    summary_tokens: int | None
+    retained_tail_tokens: int | None
+    duplicated_tokens: int | None
+    carried_over_tokens: int | None
+    parent_id: str | None
+    root_id: str
+    generation: int
+    cycle: Cycle | None
+    token_fraction: float | None
+    failed: bool
+    summary_fingerprint: str | None
+    schema_coverage: float | None
+    missing_fields: tuple[str, ...]
+    timestamp: float | None
+    window: int | None
+    tokens_after_reported: int | None
+    error: str | None
+    lineage_assumed: bool
+    growth_per_turn: float | None
+
+
+def record(turn: int = 30, /, **kw: Unpack[RecordFields]) -> CompactionRecord:
     """A lossy compaction record at ``turn`` with the given fields overridden."""
-    values: dict[str, object] = {
-        "compaction_id": f"c{turn}",
-        "conversation_id": "conv",
-        "turn_index": turn,
-        "source": CompactionSource.EXPLICIT,
-        "mode": CompactionMode.LOSSY,
-        "trigger": "auto",
-        "tokens_before": None,
-        "tokens_after": None,
-        "summary_tokens": None,
-        "retained_tail_tokens": None,
-        "duplicated_tokens": None,
-        "carried_over_tokens": None,
-        "parent_id": None,
-        "root_id": f"c{turn}",
-        "generation": 0,
-        "cycle": None,
-        "token_fraction": None,
-        "window": 200_000,
-    }
-    values.update(kw)
-    return CompactionRecord(**values)  # type: ignore[arg-type]
+    base = CompactionRecord(
+        compaction_id=f"c{turn}",
+        conversation_id="conv",
+        turn_index=turn,
+        source=CompactionSource.EXPLICIT,
+        mode=CompactionMode.LOSSY,
+        trigger="auto",
+        tokens_before=None,
+        tokens_after=None,
+        summary_tokens=None,
+        retained_tail_tokens=None,
+        duplicated_tokens=None,
+        carried_over_tokens=None,
+        parent_id=None,
+        root_id=f"c{turn}",
+        generation=0,
+        cycle=None,
+        token_fraction=None,
+        window=200_000,
+    )
+    return dataclasses.replace(base, **kw)
 
 
 def phase(distribution: Sequence[float], transition_likelihood: float) -> PhaseEstimate:

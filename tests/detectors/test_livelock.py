@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.detectors import cadence_verdict, no_progress, reexpansion_livelock
-from otel_compaction.model import CompactionObservation, TurnObservation
+from otel_compaction.model import CompactionObservation, CompactionRecord, TurnObservation
 from otel_compaction.policy import CompactionReexpansionError, check_compaction_health
 from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind
 from tests.detectors.records import context_of, run_of
@@ -110,7 +111,9 @@ def test_thrashing_reason_names_the_intervals() -> None:
     assert "pin task constraints outside the compacted region" in finding.reason
 
 
-def _sized(records: tuple, before: int = 170_000, fraction: float | None = 0.85) -> tuple:
+def _sized(
+    records: Sequence[CompactionRecord], before: int = 170_000, fraction: float | None = 0.85
+) -> tuple[CompactionRecord, ...]:
     return tuple(
         dataclasses.replace(r, tokens_before=before, token_fraction=fraction) for r in records
     )

@@ -21,7 +21,7 @@ from otel_compaction.detectors import (
 )
 from otel_compaction.model import Finding
 from otel_compaction.semconv import CompactionMode, FindingKind
-from tests.detectors.records import context_of, record
+from tests.detectors.records import RecordFields, context_of, record
 
 
 @pytest.mark.parametrize(("turn", "flagged"), [(1, True), (19, True), (20, False), (45, False)])
@@ -87,7 +87,7 @@ def test_schema_coverage_below_minimum_is_flagged() -> None:
         {"schema_coverage": 0.0, "summary_tokens": 300, "failed": True},
     ],
 )
-def test_schema_coverage_not_flagged(fields: dict[str, object]) -> None:
+def test_schema_coverage_not_flagged(fields: RecordFields) -> None:
     """At the minimum, without text, or for an empty/failed summary (lost_task): no finding."""
     assert summary_schema_coverage(context_of([record(**fields)])) is None
 
@@ -98,7 +98,7 @@ def test_schema_coverage_not_flagged(fields: dict[str, object]) -> None:
      ({"summary_tokens": 0, "mode": CompactionMode.SERVER}, None)],
 )  # fmt: skip
 def test_an_empty_summary_of_a_real_region_is_a_lost_task(
-    fields: dict[str, object], region: int | None
+    fields: RecordFields, region: int | None
 ) -> None:
     """An empty summary of a region that was not empty (or of unknown size) is a lost task."""
     finding = lost_task(context_of([record(**fields)], compacted_tokens=region))
@@ -117,7 +117,7 @@ def test_an_empty_summary_of_a_real_region_is_a_lost_task(
         ({"tokens_before": 150_000, "tokens_after": 40_000, "summary_tokens": 900}, None),
     ],
 )
-def test_lost_task_once_settled(fields: dict[str, object], rule: str | None) -> None:
+def test_lost_task_once_settled(fields: RecordFields, rule: str | None) -> None:
     """Once the next call is known: a blanked context, or a failed summary after which the
     context still shrank, lost the task; a failure that kept the context deferred, as it
     should, and is no finding (nor is an unsettled one)."""
@@ -137,7 +137,7 @@ def test_lost_task_once_settled(fields: dict[str, object], rule: str | None) -> 
         ({"failed": True}, None),
     ],
 )
-def test_lost_task_not_flagged(fields: dict[str, object], region: int | None) -> None:
+def test_lost_task_not_flagged(fields: RecordFields, region: int | None) -> None:
     """An empty region, a prune, a real summary, unknown sizes or a failure judged before the
     next call are not lost tasks."""
     assert lost_task(context_of([record(**fields)], compacted_tokens=region)) is None
