@@ -76,7 +76,8 @@ def test_tracker_current_is_rebuilt_equal_to_the_returned_estimate() -> None:
 def test_pressure_tracker_last_survives_a_clear() -> None:
     """last is the pressure of the last turn as observed, even after clear() drops the outputs."""
     tracker = PressureTracker(Settings())
-    assert tracker.last is None
+    before = tracker.last
+    assert before is None
     observed = tracker.observe(50_000, 100_000, (10_000,))
     tracker.clear()
     assert tracker.last == observed

@@ -16,7 +16,9 @@ TAU = Settings().transition_veto
 
 
 @given(st.lists(TURN, min_size=1, max_size=40), st.integers(min_value=0, max_value=6))
-def test_phase_is_unknown_until_the_evidence_minimum(turns: list[tuple], minimum: int) -> None:
+def test_phase_is_unknown_until_the_evidence_minimum(
+    turns: list[tuple[ToolCategory, ...]], minimum: int
+) -> None:
     """Until ``phase_min_evidence_turns`` turns with tool calls, every estimate is unknown,
     carries no transition likelihood and reports no transition; from then on it is known."""
     tracker = PhaseTracker(Settings(phase_min_evidence_turns=minimum))
@@ -35,7 +37,7 @@ def test_phase_is_unknown_until_the_evidence_minimum(turns: list[tuple], minimum
 @given(TURN, st.integers(min_value=1, max_value=60))
 @settings(max_examples=300)
 def test_a_constant_tool_pattern_never_raises_the_likelihood_above_tau(
-    turn: tuple, length: int
+    turn: tuple[ToolCategory, ...], length: int
 ) -> None:
     """The same tool calls turn after turn are no evidence of change: the transition
     likelihood stays at or below tau however long the run."""
@@ -47,7 +49,9 @@ def test_a_constant_tool_pattern_never_raises_the_likelihood_above_tau(
 
 @given(st.lists(TURN, min_size=1, max_size=60))
 @settings(max_examples=300)
-def test_a_likelihood_above_tau_needs_a_phase_held_before(turns: list[tuple]) -> None:
+def test_a_likelihood_above_tau_needs_a_phase_held_before(
+    turns: list[tuple[ToolCategory, ...]],
+) -> None:
     """Whenever the likelihood exceeds tau, some phase was held with confidence within the
     last ``phase_hold_turns`` turns, and the estimate names it."""
     s = Settings()

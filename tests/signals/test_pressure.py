@@ -56,11 +56,12 @@ def test_tracker_keeps_last_k_across_turns() -> None:
     tracker.observe(20_000, 100_000, (1_000, 2_000))
     pressure = tracker.observe(30_000, 100_000, (4_000,))
     assert tracker.recent_tool_outputs == (1_000, 2_000, 4_000)
+    assert pressure.attention_decay == pytest.approx((4_000 + 1_000 + 250) / 100_000)
     assert pressure == Pressure(
         context_tokens=30_000,
         window=100_000,
         token_fraction=0.3,
-        attention_decay=pytest.approx((4_000 + 1_000 + 250) / 100_000),
+        attention_decay=pressure.attention_decay,
     )
 
 
