@@ -70,10 +70,12 @@ def test_compacted_flag_only_on_the_first_turn_after_a_compaction() -> None:
 def test_phase_unknown_until_a_turn_or_report() -> None:
     """The phase is None before any signal; a report makes it known at once."""
     an = ConversationAnalyzer("c", Settings())
-    assert an.phase is None
+    before = an.phase
+    assert before is None
     an.report_phase(PhaseReport("patch", confidence=0.9))
-    assert an.phase is not None
-    assert an.phase.name == "patch"
+    after = an.phase
+    assert after is not None
+    assert after.name == "patch"
 
 
 def test_transition_is_reported_on_the_turn_it_is_first_seen() -> None:

@@ -35,10 +35,9 @@ def test_prose_mentions_do_not_count() -> None:
 
 def test_missing_fields_in_schema_order() -> None:
     """Missing fields are listed in the order of the schema."""
-    assert schema_coverage("## Next action\nx\n## Goal\ny", FIELDS) == (
-        pytest.approx(0.4),
-        ("plan", "decisions", "open_errors"),
-    )
+    coverage, missing = schema_coverage("## Next action\nx\n## Goal\ny", FIELDS)
+    assert coverage == pytest.approx(0.4)
+    assert missing == ("plan", "decisions", "open_errors")
 
 
 def test_no_text_has_no_coverage() -> None:
