@@ -17,7 +17,7 @@ def _without(monkeypatch: pytest.MonkeyPatch, *modules: str) -> None:
     def find_spec(name: str, *args: Any) -> Any:
         return None if name in modules else real(name, *args)
 
-    monkeypatch.setattr(extras.importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
 
 
 @pytest.mark.parametrize(

@@ -154,7 +154,7 @@ def _file_requests(path: Path) -> list[trace_service_pb2.ExportTraceServiceReque
     from otel_compaction.processor.decode import Signal, parse_json
 
     lines = path.read_bytes().splitlines()
-    return [parse_json(Signal.TRACES, line) for line in lines if line.strip()]  # type: ignore[misc]
+    return [parse_json(Signal.TRACES, line) for line in lines if line.strip()]
 
 
 @pytest.mark.slow

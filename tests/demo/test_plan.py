@@ -134,7 +134,9 @@ def test_reset_summaries_start_from_raw_turns_every_time() -> None:
     """The lineage-reset twin's summarizer drops the previous summary: sizes stay flat."""
     first = reset_summary(1, "")
     later = reset_summary(4, f"user: {first}")
-    assert prior_summary(first) not in later
+    prior = prior_summary(first)
+    assert prior is not None
+    assert prior not in later
     assert abs(len(later) - len(first)) < 20
 
 

@@ -70,7 +70,7 @@ def test_page_renders_every_chart_without_console_errors(page: Path, tmp_path: P
     assert done.stdout.count('class="main-svg"') >= 4
 
 
-def _near(image: np.ndarray, hex_color: str, tolerance: int = 40) -> int:  # type: ignore[type-arg]
+def _near(image: np.ndarray, hex_color: str, tolerance: int = 40) -> int:
     rgb = np.array([int(hex_color[i : i + 2], 16) for i in (1, 3, 5)])
     distance = np.abs(image[:, :, :3].astype(int) - rgb).sum(axis=2)
     return int((distance <= tolerance).sum())
