@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+from typing import Unpack
 
 import pytest
 from hypothesis import given, settings
@@ -41,7 +42,7 @@ from otel_compaction.policy import (
     should_compact,
 )
 from otel_compaction.semconv import AdviceAction, CompactionMode, CompactionSource
-from tests.detectors.records import context_of, phase, record
+from tests.detectors.records import RecordFields, context_of, phase, record
 
 UNIT = st.floats(min_value=0.0, max_value=1.0)
 THRESHOLD = st.one_of(st.sampled_from([0.0, 0.35, 0.65, 0.92, 1.0]), UNIT)
@@ -76,10 +77,19 @@ def _outcome(s: Settings, tf: float, ad: float, tl: float) -> str:
     return "compact" if compact else "wait"
 
 
-def _flag(s: Settings, tf: float, ad: float, tl: float, **kw: object) -> str | None:
-    """The boundary rule's verdict on a lossy compaction at this moment (None: not flagged)."""
-    known = kw.pop("known", True)
-    rec = record(token_fraction=tf, **kw)
+def _flag(
+    s: Settings,
+    tf: float,
+    ad: float,
+    tl: float,
+    *,
+    known: bool = True,
+    **fields: Unpack[RecordFields],
+) -> str | None:
+    """The boundary rule's verdict on a compaction (lossy unless ``fields`` say otherwise)
+    at this moment, the phase ``known`` or not (None: not flagged)."""
+    fields["token_fraction"] = tf
+    rec = record(**fields)
     at = Pressure(context_tokens=0, window=200_000, token_fraction=tf, attention_decay=ad)
     ph = dataclasses.replace(phase((0.05, 0.48, 0.44, 0.03), tl), known=known)
     finding = boundary_compaction(context_of([rec], s, pressure=at, phase=ph))
@@ -127,27 +137,28 @@ def test_the_advisor_defers_exactly_where_the_policy_refuses(moment: Moment) -> 
 
 
 @pytest.mark.parametrize(
-    "kw",
+    ("known", "fields"),
     [
-        {"mode": CompactionMode.EXTRACTIVE},
-        {"mode": CompactionMode.PRUNE},
-        {"known": False},
+        (True, RecordFields(mode=CompactionMode.EXTRACTIVE)),
+        (True, RecordFields(mode=CompactionMode.PRUNE)),
+        (False, RecordFields()),
     ],
+    ids=["extractive", "prune", "phase-unknown"],
 )
-def test_what_only_the_detector_judges(kw: dict[str, object]) -> None:
+def test_what_only_the_detector_judges(known: bool, fields: RecordFields) -> None:
     """Where the policy refuses, the detector still does not flag what cannot lose
     evidence (extractive, prune) or a phase it does not know yet."""
     s = Settings()
     assert _outcome(s, 0.8, 0.0, 0.6) == "refuse"
     assert _flag(s, 0.8, 0.0, 0.6) == "veto"
-    assert _flag(s, 0.8, 0.0, 0.6, **kw) is None
+    assert _flag(s, 0.8, 0.0, 0.6, known=known, **fields) is None
 
 
 def test_client_lossy_scope_leaves_provider_compactions_unjudged() -> None:
     """With boundary_scope="client_lossy" a provider's compaction is not judged, though
     the policy would have refused a lossy one there."""
     s = Settings(boundary_scope="client_lossy")
-    server = {"mode": CompactionMode.SERVER, "source": CompactionSource.ANTHROPIC}
+    server = RecordFields(mode=CompactionMode.SERVER, source=CompactionSource.ANTHROPIC)
     assert _outcome(s, 0.8, 0.0, 0.6) == "refuse"
     assert _flag(Settings(), 0.8, 0.0, 0.6, **server) == "veto"
     assert _flag(s, 0.8, 0.0, 0.6, **server) is None
