@@ -48,6 +48,7 @@ from typing import Any
 
 from otel_compaction.instrument._messages import MessageFacts, describe, fingerprint, text_of
 from otel_compaction.instrument._rewrite import (
+    MIN_DROPPED_TURNS_AT_PRESSURE,
     Rewrite,
     common_head,
     edited_in_place,
@@ -476,12 +477,36 @@ class HistoryTracker:
                 best = (score, history, rewrite)
         return None if best is None else (best[1], best[2])
 
-    @staticmethod
     def _rewrite(
-        history: _History, facts: list[MessageFacts], msgs: tuple[Any, ...]
+        self, history: _History, facts: list[MessageFacts], msgs: tuple[Any, ...]
     ) -> Rewrite | None:
+        """The rewrite of ``history`` into the request, if it is a compaction shape: one
+        assistant turn replaced suffices when the conversation was at pressure."""
         old_facts, old_messages = _sent_back(history)
-        return infer_rewrite(old_facts, facts, old_messages, msgs)
+        rewrite = infer_rewrite(old_facts, facts, old_messages, msgs)
+        if rewrite is None and self._was_at_pressure(history):
+            rewrite = infer_rewrite(
+                old_facts, facts, old_messages, msgs, MIN_DROPPED_TURNS_AT_PRESSURE
+            )
+        return rewrite
+
+    def _response_replaced(self, history: _History, new: list[MessageFacts]) -> Rewrite | None:
+        """A request that extends the last one with user text in place of the response it
+        got (a summary one call after the last request), at pressure: the compaction that
+        replaced the response. ``history.messages`` already holds the new messages."""
+        if not history.expected or any(f.is_assistant or f.tool_results for f in new):
+            return None  # the response was sent back (or none was given): an extension
+        if not self._was_at_pressure(history):
+            return None
+        count = len(history.facts)
+        old_facts, old_messages = _sent_back(history, count)
+        return infer_rewrite(
+            old_facts,
+            [*history.facts, *new],
+            old_messages,
+            tuple(history.messages),
+            MIN_DROPPED_TURNS_AT_PRESSURE,
+        )
 
     @staticmethod
     def _replacement(
@@ -548,6 +573,15 @@ class HistoryTracker:
             # The copy must stay aligned with the facts: take the messages back out.
             del history.messages[len(history.facts) :]
             raise
+        replaced = self._response_replaced(history, new)
+        if replaced is not None:
+            msgs = tuple(history.messages)
+            del history.messages[len(history.facts) :]  # the copy as counted, then replaced
+            return self._store(
+                history.conversation_id, history.system_key, msgs,
+                [*history.facts, *new], history.model,
+                inferred=inferred, rewrite=replaced, start=replaced.new_start,
+            )  # fmt: skip
         chars = history.chars
         for fact in new:
             chars += fact.chars
@@ -660,11 +694,14 @@ class HistoryTracker:
         self._oldest_used = -math.inf
 
 
-def _sent_back(history: _History) -> tuple[list[MessageFacts], tuple[Any, ...]]:
+def _sent_back(
+    history: _History, count: int | None = None
+) -> tuple[list[MessageFacts], tuple[Any, ...]]:
     """The last request with the response it got, as the next request would send them
-    back: their facts and their messages (the old side of a rewrite)."""
+    back: their facts and their messages (the old side of a rewrite). ``count``: the
+    last request's length, when the copy of its messages has taken new ones already."""
     old_facts = [*history.facts, *(describe(m) for m in history.expected)]
-    return old_facts, (*history.messages, *history.expected)
+    return old_facts, (*history.messages[:count], *history.expected)
 
 
 def _carried(new: list[str], old: list[str]) -> float:

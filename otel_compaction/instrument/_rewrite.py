@@ -13,9 +13,11 @@ conversation was rewritten. Three shapes are recognised, in this order:
   without any inserted message it is a ``prune`` (messages dropped).
   Without a verbatim tail, the summary is what follows the head up to the first
   assistant message, and at least two assistant turns must be gone (else it is a
-  retry from an earlier point). Either way the inserted messages are user or system
-  text: a model reply or a tool result in their place is another history (a
-  retry, a second agent with the same start), never a compaction;
+  retry from an earlier point), one when the conversation was at pressure (an agent
+  whose fixed part fills the context compacts one call after the last). Either way
+  the inserted messages are user or system text: a model reply or a tool result in
+  their place is another history (a retry, a second agent with the same start), never
+  a compaction;
 - anything else is not a compaction (a new conversation that shares a head).
 
 Only message fingerprints are compared, so the cost is linear in the history and
@@ -32,7 +34,12 @@ from otel_compaction.instrument._messages import MessageFacts
 from otel_compaction.semconv import CompactionMode
 
 MIN_DROPPED_TURNS = 2
-"""Without a verbatim tail, a summary must replace at least this many assistant turns."""
+"""Without a verbatim tail, a summary must replace at least this many assistant turns
+(one replaced turn is also a retry from an earlier point, or an edited last message)."""
+MIN_DROPPED_TURNS_AT_PRESSURE = 1
+"""The same when the conversation was at pressure: an agent whose fixed part fills the
+context compacts one call after the last, and a retry that swaps the model's last turn
+for new user text at the trigger is rare (docs/instrumentation.md#conversations)."""
 TRIGGER_REWRITTEN = "history_rewritten"
 TRIGGER_CLEARED = "tool_outputs_cleared"
 TRIGGER_DROPPED = "messages_dropped"
@@ -124,8 +131,10 @@ def head_replaced(
     new: Sequence[MessageFacts],
     old_messages: Sequence[Any],
     new_messages: Sequence[Any],
+    min_dropped_turns: int = MIN_DROPPED_TURNS,
 ) -> Rewrite | None:
-    """A run of old messages replaced by new ones (or by nothing), a verbatim tail kept."""
+    """A run of old messages replaced by new ones (or by nothing), a verbatim tail kept;
+    without a tail, the summary must replace ``min_dropped_turns`` assistant turns."""
     head = common_head(old, new)
     j, i, r = _tail_run(old, new, head)
     if r == 0:
@@ -139,7 +148,7 @@ def head_replaced(
         # A summary is user or system text: a model reply or a tool result where the old
         # messages were is another history (a retry, a second agent), not a compaction.
         return None
-    if r == 0 and not (inserted and sum(1 for f in dropped if f.is_assistant) >= MIN_DROPPED_TURNS):
+    if r == 0 and not (inserted and sum(1 for f in dropped if f.is_assistant) >= min_dropped_turns):
         return None  # a branch from an earlier point (a retry) is no compaction
     retained = new[j : j + r]
     if not inserted:
@@ -221,8 +230,9 @@ def infer_rewrite(
     new: Sequence[MessageFacts],
     old_messages: Sequence[Any],
     new_messages: Sequence[Any],
+    min_dropped_turns: int = MIN_DROPPED_TURNS,
 ) -> Rewrite | None:
     """The compaction that turned ``old`` into ``new``, or None if it is not one."""
     return cleared_in_place(old, new, old_messages) or head_replaced(
-        old, new, old_messages, new_messages
+        old, new, old_messages, new_messages, min_dropped_turns
     )
