@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "otel_compaction"
-PURE = ("signals", "lineage", "detectors")
+PURE = ("signals", "lineage", "detectors", "inference")
 FORBIDDEN = ("opentelemetry", "wrapt", "anthropic", "openai", "httpx", "langchain", "grpc")
 
 
@@ -25,7 +25,8 @@ def _imports(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("stage", PURE)
 def test_pure_stages_import_no_sdk(stage: str) -> None:
-    """signals/, lineage/ and detectors/ stay free of the OTel SDK, wrapt and LLM SDKs."""
+    """signals/, lineage/, detectors/ and inference/ stay free of the OTel SDK, wrapt and the
+    LLM SDKs."""
     offenders = [
         f"{path.name}: {name}"
         for path in sorted((PACKAGE / stage).rglob("*.py"))
@@ -33,3 +34,4 @@ def test_pure_stages_import_no_sdk(stage: str) -> None:
         if name.split(".")[0] in FORBIDDEN
     ]
     assert not offenders
+

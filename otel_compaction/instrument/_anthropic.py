@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_compaction import semconv as sc
+from otel_compaction.inference.messages import plain
 from otel_compaction.instrument._api import (
     RequestInfo,
     ResponseInfo,
@@ -23,7 +24,6 @@ from otel_compaction.instrument._api import (
     int_or_none,
     server_attributes,
 )
-from otel_compaction.instrument._messages import plain
 from otel_compaction.semconv import CompactionMode
 from otel_compaction.signals.tools import reads_arguments
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from otel_compaction.inference.history import Placement, new_conversation_id
+from otel_compaction.inference.messages import describe
 from otel_compaction.instrument import _scope as scope
 from otel_compaction.instrument._api import ProviderApi, RequestInfo
 from otel_compaction.instrument._call import InferenceCall
-from otel_compaction.instrument._history import Placement, new_conversation_id
-from otel_compaction.instrument._messages import describe
 from otel_compaction.instrument._runtime import Runtime
 from otel_compaction.instrument._scope import ConversationRef
 from otel_compaction.instrument._spans import foreign_inference_span, start_inference_span

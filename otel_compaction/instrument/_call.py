@@ -24,12 +24,12 @@ from otel_compaction import semconv as sc
 from otel_compaction._once import Once
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.emit.attributes import transition_event_attributes, turn_attributes
+from otel_compaction.inference.history import Placement
+from otel_compaction.inference.messages import fingerprint
 from otel_compaction.instrument import _scope as scope
 from otel_compaction.instrument._api import RequestInfo, ResponseInfo
 from otel_compaction.instrument._compactions import observe_compactions
 from otel_compaction.instrument._content import inference_content
-from otel_compaction.instrument._history import Placement
-from otel_compaction.instrument._messages import fingerprint
 from otel_compaction.instrument._runtime import Runtime
 from otel_compaction.instrument._scope import ConversationRef
 from otel_compaction.instrument._spans import emit_settled, end_with_error, response_attributes

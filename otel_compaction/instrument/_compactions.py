@@ -15,10 +15,10 @@ from opentelemetry.trace import Span
 
 from otel_compaction import semconv as sc
 from otel_compaction.analyzer import ConversationAnalyzer
+from otel_compaction.inference.history import Placement
+from otel_compaction.inference.messages import describe, text_of
+from otel_compaction.inference.rewrite import Rewrite
 from otel_compaction.instrument._api import ResponseInfo, ServerCompaction
-from otel_compaction.instrument._history import Placement
-from otel_compaction.instrument._messages import describe, text_of
-from otel_compaction.instrument._rewrite import Rewrite
 from otel_compaction.instrument._scope import PendingCompaction, PendingPhase
 from otel_compaction.instrument._spans import emit_compaction
 from otel_compaction.lineage.text import SURVIVAL_EXTRACTIVE, survival

@@ -18,7 +18,7 @@ from opentelemetry.util.types import AttributeValue
 
 from otel_compaction import semconv as sc
 from otel_compaction.emit.attributes import truncate_content
-from otel_compaction.instrument._messages import plain, text_of
+from otel_compaction.inference.messages import plain, text_of
 
 _MIN_PART = 64
 

@@ -23,8 +23,8 @@ from otel_compaction._bounded import BoundedMap
 from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.emit.metrics import CompactionMetrics
+from otel_compaction.inference.history import HistoryTracker
 from otel_compaction.instrument._guard import Guard
-from otel_compaction.instrument._history import HistoryTracker
 from otel_compaction.model import Finding
 from otel_compaction.semconv import SCHEMA_URL
 

@@ -14,8 +14,8 @@ import anthropic
 import pytest
 
 from otel_compaction import semconv as sc
+from otel_compaction.inference.history import HistoryTracker
 from otel_compaction.instrument import CompactionInstrumentor
-from otel_compaction.instrument._history import HistoryTracker
 from otel_compaction.testing import Capture
 from otel_compaction.testing.llm_api import FakeLLMAPI, RecordedRequest, Reply, ToolCall
 from tests.instrument.conftest import MODEL, anthropic_client, attrs

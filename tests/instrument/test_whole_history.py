@@ -1,5 +1,5 @@
 """A whole history, task included, replaced by one summary message: the rule of
-``_history`` step 5 and the cases where the evidence is too weak to join two requests."""
+``inference.history`` step 5 and the cases where the evidence is too weak to join two requests."""
 
 from __future__ import annotations
 

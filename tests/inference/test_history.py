@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from otel_compaction.instrument import _messages
-from otel_compaction.instrument._history import HistoryTracker
-from otel_compaction.instrument._messages import describe
+from otel_compaction.inference import messages
+from otel_compaction.inference.history import HistoryTracker
+from otel_compaction.inference.messages import describe
 from otel_compaction.semconv import CompactionMode
 
 
@@ -19,14 +19,14 @@ def _fingerprinted(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[int, Any]]:
     """The values :func:`fingerprint` is asked for (a message's key is its fingerprint)
     while the block runs, by id (held, so no id is reused)."""
     seen: dict[int, Any] = {}
-    real = _messages.fingerprint
+    real = messages.fingerprint
 
     def counted(value: Any, depth: int = 0) -> tuple[int, int]:
         seen[id(value)] = value
         return real(value, depth)
 
     with monkeypatch.context() as patch:
-        patch.setattr(_messages, "fingerprint", counted)
+        patch.setattr(messages, "fingerprint", counted)
         yield seen
 
 
@@ -215,7 +215,7 @@ def test_a_tuple_history_extends_like_a_list() -> None:
 def test_the_tail_index_follows_the_last_messages(monkeypatch: pytest.MonkeyPatch) -> None:
     """After extensions, exactly the last TAIL_KEYS keys point at the conversation once the
     index is read; the continuing calls themselves computed no key of their new messages."""
-    from otel_compaction.instrument._history import TAIL_KEYS
+    from otel_compaction.inference.history import TAIL_KEYS
 
     tracker = HistoryTracker()
     history: list[Any] = [{"role": "user", "content": "task"}]

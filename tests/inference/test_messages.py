@@ -9,8 +9,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from otel_compaction.instrument import _messages
-from otel_compaction.instrument._messages import _describe_any, describe, fingerprint, size_of
+from otel_compaction.inference import messages
+from otel_compaction.inference.messages import _describe_any, describe, fingerprint, size_of
 
 _text = st.text(max_size=40)
 _json = st.recursive(
@@ -74,7 +74,7 @@ def test_the_key_is_the_fingerprint_of_the_message(message: dict[str, Any]) -> N
         return fingerprint(value, depth)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_messages, "fingerprint", counted)
+        patch.setattr(messages, "fingerprint", counted)
         facts = describe(message)
         assert not any(value is message for value in asked)  # describing computes no key
         assert facts.key == fingerprint(message)[0]

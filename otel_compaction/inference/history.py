@@ -9,7 +9,7 @@ per message). A request is placed by, in order:
    most recent conversation with that anchor whose last history the request
    extends (a C-speed prefix comparison, then facts only for the new messages);
 3. the same candidates, when the history was rewritten in a compaction shape
-   (see ``_rewrite``): the conversation continues and the rewrite is reported;
+   (see ``rewrite``): the conversation continues and the rewrite is reported;
    or when it branches off a point past the anchor (a retry): it continues;
 4. a summary it carries that an earlier compaction of a conversation produced,
    or a verbatim tail shared with a conversation of the same system prompt
@@ -46,8 +46,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_compaction.instrument._messages import MessageFacts, describe, fingerprint, text_of
-from otel_compaction.instrument._rewrite import (
+from otel_compaction.inference.messages import MessageFacts, describe, fingerprint, text_of
+from otel_compaction.inference.rewrite import (
     MIN_DROPPED_TURNS_AT_PRESSURE,
     Rewrite,
     common_head,

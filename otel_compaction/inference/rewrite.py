@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from otel_compaction.instrument._messages import MessageFacts
+from otel_compaction.inference.messages import MessageFacts
 from otel_compaction.semconv import CompactionMode
 
 MIN_DROPPED_TURNS = 2

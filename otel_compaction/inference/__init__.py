@@ -1,0 +1,15 @@
+"""Conversation and compaction inference from the histories an agent sends, free of any SDK.
+
+Which conversation a request continues, and what a rewritten history compacted:
+pure functions and one tracker over the plain message objects the agent sends
+(Anthropic, OpenAI Chat Completions and Responses shapes), free of the OTel SDK,
+the LLM SDKs and wrapt, like ``signals`` and ``lineage``; the instrumentation
+(``otel_compaction.instrument``) feeds it every request:
+
+- ``messages``: facts about one message (fingerprint, sizes, tool results, summaries);
+- ``rewrite``: the compaction a rewritten history shows (prune, lossy, whole history);
+- ``history``: the tracker that places each request in its conversation.
+
+The rules, with their thresholds, are in ``docs/instrumentation.md`` (Conversations,
+Compactions).
+"""
