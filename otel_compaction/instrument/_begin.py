@@ -15,8 +15,9 @@ from otel_compaction.inference.messages import describe
 from otel_compaction.instrument import _scope as scope
 from otel_compaction.instrument._api import ProviderApi, RequestInfo
 from otel_compaction.instrument._call import InferenceCall
+from otel_compaction.instrument._framework import FrameworkCall
 from otel_compaction.instrument._runtime import Runtime
-from otel_compaction.instrument._scope import ConversationRef
+from otel_compaction.instrument._scope import CompactionBlock, ConversationRef
 from otel_compaction.instrument._spans import foreign_inference_span, start_inference_span
 
 
@@ -28,7 +29,7 @@ def begin(
         request = api.request(instance, kwargs)
         compacting = scope.compacting()
         framework = scope.framework_call()
-        internal = compacting is not None or bool(getattr(framework, "internal", False))
+        internal = compacting is not None or (framework is not None and framework.internal)
         conversation, placement = _place(runtime, request, internal, compacting, framework)
         if conversation is not None and not internal:
             scope.note_conversation(conversation.id)
@@ -54,7 +55,9 @@ def begin(
         return None
 
 
-def _given(runtime: Runtime, request: RequestInfo, framework: Any) -> ConversationRef | None:
+def _given(
+    runtime: Runtime, request: RequestInfo, framework: FrameworkCall | None
+) -> ConversationRef | None:
     given = scope.given_conversation(framework=framework)
     if given is None and request.conversation_hint:
         given = ConversationRef(request.conversation_hint, scope.ID_CLIENT, True)
@@ -66,7 +69,11 @@ def _given(runtime: Runtime, request: RequestInfo, framework: Any) -> Conversati
 
 
 def _place(
-    runtime: Runtime, request: RequestInfo, internal: bool, compacting: Any, framework: Any
+    runtime: Runtime,
+    request: RequestInfo,
+    internal: bool,
+    compacting: CompactionBlock | None,
+    framework: FrameworkCall | None,
 ) -> tuple[ConversationRef | None, Placement | None]:
     given = _given(runtime, request, framework)
     if internal:

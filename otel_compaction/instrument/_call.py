@@ -30,8 +30,9 @@ from otel_compaction.instrument import _scope as scope
 from otel_compaction.instrument._api import RequestInfo, ResponseInfo
 from otel_compaction.instrument._compactions import observe_compactions
 from otel_compaction.instrument._content import inference_content
+from otel_compaction.instrument._framework import FrameworkCall
 from otel_compaction.instrument._runtime import Runtime
-from otel_compaction.instrument._scope import ConversationRef
+from otel_compaction.instrument._scope import ConversationRef, PendingItem
 from otel_compaction.instrument._spans import emit_settled, end_with_error, response_attributes
 from otel_compaction.model import TurnAnalysis, TurnObservation
 from otel_compaction.signals.tokens import tokens_for_chars
@@ -76,8 +77,8 @@ class InferenceCall:
         *,
         owns_span: bool,
         internal: bool,
-        framework: Any,
-        pending: Sequence[Any],
+        framework: FrameworkCall | None,
+        pending: Sequence[PendingItem],
     ) -> None:
         self.runtime = runtime
         self.request = request

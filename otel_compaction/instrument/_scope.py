@@ -17,14 +17,20 @@ import contextvars
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from opentelemetry import baggage, trace
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Span
 
 from otel_compaction import semconv as sc
+from otel_compaction.instrument._framework import FrameworkCall, current_call
 from otel_compaction.model import CompactionObservation, PhaseReport
+
+if TYPE_CHECKING:
+    from otel_compaction.instrument._api import RequestInfo
+    from otel_compaction.instrument._runtime import Runtime
 
 MAX_PENDING = 64
 
@@ -71,6 +77,15 @@ class PendingPhase:
 PendingItem = PendingCompaction | PendingPhase
 
 
+class CompactionBlock(Protocol):
+    """An open ``with compaction()`` block (``context.CompactionScope``), as calls inside
+    it see it: the conversation its summarizer's calls belong to."""
+
+    def conversation_ref(self, runtime: Runtime, request: RequestInfo) -> ConversationRef | None:
+        """The block's conversation; found from the summarizer's request when not given."""
+        ...
+
+
 class Pending:
     """Reports made in one context, for the next instrumented call there (thread-safe)."""
 
@@ -102,7 +117,7 @@ _CONVERSATION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 _PENDING: contextvars.ContextVar[Pending | None] = contextvars.ContextVar(
     "otel_compaction_pending", default=None
 )
-_COMPACTING: contextvars.ContextVar[Any] = contextvars.ContextVar(
+_COMPACTING: contextvars.ContextVar[CompactionBlock | None] = contextvars.ContextVar(
     "otel_compaction_compacting", default=None
 )
 _LAST_CONVERSATION: contextvars.ContextVar[str | None] = contextvars.ContextVar(
@@ -149,17 +164,17 @@ def pending_queue() -> Pending:
     return queue
 
 
-def compacting() -> Any:
+def compacting() -> CompactionBlock | None:
     """The ``with compaction()`` block open in this context, if any."""
     return _COMPACTING.get()
 
 
-def set_compacting(scope: Any) -> contextvars.Token[Any]:
+def set_compacting(scope: CompactionBlock) -> contextvars.Token[CompactionBlock | None]:
     """Mark ``scope`` as the open compaction block."""
     return _COMPACTING.set(scope)
 
 
-def reset_compacting(token: contextvars.Token[Any]) -> None:
+def reset_compacting(token: contextvars.Token[CompactionBlock | None]) -> None:
     """Close the compaction block (harmless in another context)."""
     with contextlib.suppress(ValueError):
         _COMPACTING.reset(token)
@@ -177,11 +192,16 @@ def call_context(span: Span | None) -> otel_context.Context:
     return marked if span is None else trace.set_span_in_context(span, marked)
 
 
-_LOOK_UP: Any = object()
+class _LookUp(Enum):
+    """The framework call not given: :func:`given_conversation` looks it up itself."""
+
+    LOOK_UP = "look up"
 
 
 def given_conversation(
-    argument: str | None = None, *, framework: Any = _LOOK_UP
+    argument: str | None = None,
+    *,
+    framework: FrameworkCall | Literal[_LookUp.LOOK_UP] | None = _LookUp.LOOK_UP,
 ) -> ConversationRef | None:
     """The conversation the application named: argument, ``conversation()`` block, the
     framework run (``framework``: :func:`framework_call`, when the caller has it), baggage."""
@@ -190,35 +210,16 @@ def given_conversation(
     current = _CONVERSATION.get()
     if current:
         return ConversationRef(current, ID_EXPLICIT, True)
-    if framework is _LOOK_UP:
-        framework = framework_call()
+    if framework is _LookUp.LOOK_UP:
+        framework = current_call()
     if framework is not None and framework.conversation_id:
-        return ConversationRef(framework.conversation_id, ID_FRAMEWORK, bool(framework.id_given))
+        return ConversationRef(framework.conversation_id, ID_FRAMEWORK, framework.id_given)
     value = baggage.get_baggage(sc.GEN_AI_CONVERSATION_ID)
     if isinstance(value, str) and value:
         return ConversationRef(value, ID_BAGGAGE, True)
     return None
 
 
-def framework_call() -> Any:
-    """The LangChain chat-model run around this call, if that integration is active."""
-    return _framework_lookup()()
-
-
-def _no_framework() -> None:
-    return None
-
-
-_lookup: list[Callable[[], Any]] = []
-
-
-def _framework_lookup() -> Callable[[], Any]:
-    """``langchain._scope.current_call``, imported once (it imports nothing of LangChain)."""
-    if not _lookup:
-        try:
-            from otel_compaction.instrument.langchain._scope import current_call
-        except ImportError:
-            _lookup.append(_no_framework)
-        else:
-            _lookup.append(current_call)
-    return _lookup[0]
+def framework_call() -> FrameworkCall | None:
+    """The framework's (LangChain's) chat-model run around this call, if any."""
+    return current_call()

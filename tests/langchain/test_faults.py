@@ -7,8 +7,8 @@ import logging
 import pytest
 
 from otel_compaction import semconv as sc
+from otel_compaction.instrument._framework import current_call
 from otel_compaction.instrument.langchain import CompactionCallbackHandler, _handler, _recognize
-from otel_compaction.instrument.langchain._scope import current_call
 from otel_compaction.instrument.langchain._telemetry import LangChainTelemetry
 from otel_compaction.testing import Capture
 from tests.langchain._agents import GrowingSummarizer, ScriptedAgentModel, run, summarizing_agent

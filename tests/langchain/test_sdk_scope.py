@@ -13,9 +13,9 @@ from langchain_core.outputs import ChatResult
 from pydantic import Field
 
 from otel_compaction import semconv as sc
+from otel_compaction.instrument._framework import FrameworkCall, current_call
 from otel_compaction.instrument._spans import emit_settled
 from otel_compaction.instrument.langchain import CompactionCallbackHandler
-from otel_compaction.instrument.langchain._scope import FrameworkCall, current_call
 from otel_compaction.model import TurnObservation
 from otel_compaction.testing import Capture
 from tests.langchain._agents import GrowingSummarizer, ScriptedAgentModel, run, summarizing_agent

@@ -13,8 +13,8 @@ model calls around it; ``install()`` registers it for every LangChain run::
 
 ``install_when_imported()`` defers all of it until the application imports
 ``langchain_core`` (importing it costs about a second, which an application that
-merely has it installed should not pay). The ``_scope`` module is the contract
-with the SDK layer below. Nothing here imports LangChain until it is needed, so
+merely has it installed should not pay). The contract with the SDK layer below is
+``otel_compaction.instrument._framework``. Nothing here imports LangChain until it is needed, so
 importing this package never fails without it.
 """
 

@@ -30,6 +30,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import LLMResult
 
 from otel_compaction.analyzer import ConversationAnalyzer, ConversationRegistry
+from otel_compaction.instrument._framework import FrameworkCall, enter_call, exit_call
 from otel_compaction.instrument._guard import Guard
 from otel_compaction.instrument._runtime import Runtime
 from otel_compaction.instrument._scope import ConversationRef, given_conversation
@@ -38,7 +39,6 @@ from otel_compaction.instrument.langchain import _messages as msg
 from otel_compaction.instrument.langchain import _recognize as rec
 from otel_compaction.instrument.langchain._runs import AmbientConversation, Run, RunKind, RunTable
 from otel_compaction.instrument.langchain._scan import scan_input
-from otel_compaction.instrument.langchain._scope import FrameworkCall, enter_call, exit_call
 from otel_compaction.instrument.langchain._state import ConversationState, ConversationStates
 from otel_compaction.instrument.langchain._telemetry import (
     ChatCall,

@@ -24,6 +24,7 @@ from uuid import UUID
 from langchain_core.messages import BaseMessage
 
 from otel_compaction._bounded import BoundedMap
+from otel_compaction.instrument._framework import FrameworkCall
 from otel_compaction.instrument._scope import (
     ID_EXPLICIT,
     ID_FRAMEWORK,
@@ -32,7 +33,6 @@ from otel_compaction.instrument._scope import (
     given_conversation,
 )
 from otel_compaction.instrument.langchain._scan import InputScan
-from otel_compaction.instrument.langchain._scope import FrameworkCall
 from otel_compaction.instrument.langchain._telemetry import ChatCall
 
 THREAD_KEYS = ("thread_id", "conversation_id", "session_id")

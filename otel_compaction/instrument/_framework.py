@@ -1,4 +1,4 @@
-"""The framework call scope: what a LangChain chat-model run tells the SDK layer beneath it.
+"""The framework call scope: what a framework's chat-model run tells the SDK layer beneath it.
 
 When a LangChain chat model (``ChatAnthropic``, ``ChatOpenAI``...) calls an
 anthropic or openai client that ``CompactionInstrumentor`` also wraps, both
@@ -14,8 +14,9 @@ for the duration of the chat-model run; the SDK layer reads it with
   inference span but feeds no turn to the conversation: the call is the cost of
   a compaction, not a step of the agent.
 
-This module imports nothing from LangChain, so the SDK layer can import it
-whether or not langchain-core is installed.
+It sits beside the SDK layer, not in the ``langchain`` package, and imports
+nothing, so both layers import it (the handler to open a call, ``_scope`` to read
+it) without importing each other, whether or not langchain-core is installed.
 """
 
 from __future__ import annotations
