@@ -4,13 +4,19 @@ First the explicit reports waiting in the call's context, then the compaction
 inferred from its rewritten history, then the provider's own (Anthropic
 compaction blocks and context edits, OpenAI compaction items and cache
 diagnostics). Each is skipped when another report already accounts for it.
+
+The call is read through :class:`RevealingCall`, the few values of it this needs
+(``_call.InferenceCall`` has them), so this module does not import the one that
+calls it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
+from opentelemetry import context as otel_context
 from opentelemetry.trace import Span
 
 from otel_compaction import semconv as sc
@@ -18,8 +24,14 @@ from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.inference.history import Placement
 from otel_compaction.inference.messages import describe, text_of
 from otel_compaction.inference.rewrite import Rewrite
-from otel_compaction.instrument._api import ResponseInfo, ServerCompaction
-from otel_compaction.instrument._scope import PendingCompaction, PendingPhase
+from otel_compaction.instrument._api import RequestInfo, ResponseInfo, ServerCompaction
+from otel_compaction.instrument._runtime import Runtime
+from otel_compaction.instrument._scope import (
+    ConversationRef,
+    PendingCompaction,
+    PendingItem,
+    PendingPhase,
+)
 from otel_compaction.instrument._spans import emit_compaction
 from otel_compaction.lineage.text import SURVIVAL_EXTRACTIVE, survival
 from otel_compaction.lineage.text import fingerprint as summary_fingerprint
@@ -27,12 +39,31 @@ from otel_compaction.model import CompactionObservation
 from otel_compaction.semconv import CompactionMode, CompactionSource
 from otel_compaction.signals.tokens import estimate_tokens, tokens_for_chars
 
-if TYPE_CHECKING:
-    from otel_compaction.instrument._call import InferenceCall
+
+class RevealingCall(Protocol):
+    """What the compactions read of the call that reveals them (an ``InferenceCall``)."""
+
+    @property
+    def runtime(self) -> Runtime: ...
+    @property
+    def request(self) -> RequestInfo: ...
+    @property
+    def conversation(self) -> ConversationRef | None: ...
+    @property
+    def placement(self) -> Placement | None: ...
+    @property
+    def internal(self) -> bool: ...
+    @property
+    def pending(self) -> Sequence[PendingItem]: ...
+    @property
+    def start_ns(self) -> int: ...
+    def parent(self) -> otel_context.Context:
+        """A context whose current span is the call's (for compaction spans)."""
+        ...
 
 
 def observe_compactions(
-    call: InferenceCall, analyzer: ConversationAnalyzer, response: ResponseInfo | None
+    call: RevealingCall, analyzer: ConversationAnalyzer, response: ResponseInfo | None
 ) -> None:
     """Explicit reports waiting here, the inferred rewrite, the provider's: in that order."""
     stage = call.runtime.guard.stage("compaction")
@@ -61,7 +92,7 @@ def observe_compactions(
 
 
 def _observe(
-    call: InferenceCall,
+    call: RevealingCall,
     analyzer: ConversationAnalyzer,
     observation: CompactionObservation,
     *,
@@ -86,7 +117,7 @@ def _observe(
         call.runtime.history.remember_summary(call.conversation.id, observation.summary_text)
 
 
-def _context_after(call: InferenceCall, response: ResponseInfo | None) -> int | None:
+def _context_after(call: RevealingCall, response: ResponseInfo | None) -> int | None:
     """This call's context, when it is the first call that sees the compacted context:
     every compaction observed here is, but for a pure compaction request (its input
     is the context before) and a call that returned no usage."""
@@ -96,7 +127,7 @@ def _context_after(call: InferenceCall, response: ResponseInfo | None) -> int | 
     return tokens if tokens is not None and tokens > 0 else None
 
 
-def _before_tokens(call: InferenceCall, analyzer: ConversationAnalyzer) -> int | None:
+def _before_tokens(call: RevealingCall, analyzer: ConversationAnalyzer) -> int | None:
     """The context had it not been compacted: the last turn's plus what is new."""
     if analyzer.pressure is None:
         return None
@@ -105,7 +136,7 @@ def _before_tokens(call: InferenceCall, analyzer: ConversationAnalyzer) -> int |
 
 
 def _inferred(
-    call: InferenceCall,
+    call: RevealingCall,
     analyzer: ConversationAnalyzer,
     rewrite: Rewrite,
     placement: Placement,
@@ -150,7 +181,7 @@ def _inferred_mode(
 
 
 def _server(
-    call: InferenceCall,
+    call: RevealingCall,
     analyzer: ConversationAnalyzer,
     server: ServerCompaction,
     response: ResponseInfo,
@@ -194,7 +225,7 @@ def _server(
 
 
 def _server_is_new(
-    call: InferenceCall, analyzer: ConversationAnalyzer, server: ServerCompaction
+    call: RevealingCall, analyzer: ConversationAnalyzer, server: ServerCompaction
 ) -> bool:
     """Skip what is already known: re-reported prunes, a cache miss after a known one."""
     cid = call.conversation.id if call.conversation is not None else ""
