@@ -35,3 +35,86 @@ def test_pure_stages_import_no_sdk(stage: str) -> None:
     ]
     assert not offenders
 
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _internal_imports(name: str, path: Path) -> set[str]:
+    """The package's modules ``name`` imports, anywhere in it (in functions and under
+    ``TYPE_CHECKING`` too): a module, and the packages whose ``__init__`` importing it
+    runs (but its own packages', which are running already)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    targets: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            for alias in node.names:
+                child = f"{base}.{alias.name}"
+                targets.add(child if child in MODULES else base)
+    found: set[str] = set()
+    for target in targets:
+        parts = target.split(".")
+        for end in range(1, len(parts) + 1):
+            module = ".".join(parts[:end])
+            if module in MODULES and not (name == module or name.startswith(module + ".")):
+                found.add(module)
+    return found
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of ``graph``, as the modules along it, or [] (depth-first search)."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target]
+            if target not in state and (found := visit(target)):
+                return found
+        path.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return []
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    """No module of ``otel_compaction`` imports, through others, one that imports it:
+    lazy imports in functions and ``TYPE_CHECKING`` imports count too."""
+    graph = {name: _internal_imports(name, path) for name, path in MODULES.items()}
+    assert _cycle(graph) == []
+
+
+def test_a_cycle_is_found() -> None:
+    """The search finds a cycle three modules long, and none in a chain."""
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_imports_are_resolved_to_modules() -> None:
+    """``from package import module`` names the module; a lazy import in a function and the
+    ``__init__`` a deeper import runs count; the importer's own packages do not."""
+    begin = "otel_compaction.instrument._begin"
+    imports = _internal_imports(begin, MODULES[begin])
+    assert "otel_compaction.instrument._scope" in imports  # from package import module
+    assert "otel_compaction.instrument" not in imports  # its own package
+    assert "otel_compaction" not in imports
+    policy = _internal_imports("otel_compaction.policy", MODULES["otel_compaction.policy"])
+    assert "otel_compaction.instrument._runtime" in policy  # imported in a function
+    assert "otel_compaction.instrument" in policy  # the __init__ that import runs
