@@ -154,7 +154,7 @@ def _inferred(
     retained = tuple(text_of(m) for m in rewrite.retained)
     observation = CompactionObservation(
         source=CompactionSource.INFERRED,
-        mode=_inferred_mode(rewrite, dropped, (summary, *retained)),
+        mode=_inferred_mode(rewrite, _evidence(analyzer, dropped), (summary, *retained)),
         trigger=rewrite.trigger,
         tokens_before=before,
         tokens_after=tokens_for_chars(placement.context_chars),
@@ -167,11 +167,21 @@ def _inferred(
     _observe(call, analyzer, observation, response=response)
 
 
+def _evidence(analyzer: ConversationAnalyzer, dropped: tuple[str, ...]) -> tuple[str, ...]:
+    """What a rewrite dropped, but for earlier summaries of the conversation: a summary
+    carried into the new one is lineage (the carry-over measure judges it), not evidence
+    kept, and late in a run it is most of the dropped text. All of it when nothing else
+    was dropped."""
+    evidence = tuple(t for t in dropped if not t or analyzer.is_known_summary(t) is None)
+    return evidence if any(evidence) else dropped
+
+
 def _inferred_mode(
     rewrite: Rewrite, dropped: tuple[str, ...], kept: tuple[str, ...]
 ) -> CompactionMode:
-    """A summarizing rewrite is extractive only when what it dropped survives in the new
-    context (its summary and kept messages): lossy however long the verbatim tail."""
+    """A summarizing rewrite is extractive only when what it dropped (``dropped``: the
+    evidence, earlier summaries left out) survives in the new context (its summary and
+    kept messages): lossy however long the verbatim tail."""
     if rewrite.mode is not CompactionMode.LOSSY:
         return rewrite.mode
     kept_share = survival(dropped, kept)
