@@ -46,9 +46,9 @@ from run_meta import commit, now, replace_block, results_file
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
 from otel_compaction.model import TurnObservation
+from otel_compaction.otlp.decode import Signal, parse_protobuf
+from otel_compaction.otlp.extract import spans_to_items
 from otel_compaction.processor.config import ProcessorConfig, load_config
-from otel_compaction.processor.decode import Signal, parse_protobuf
-from otel_compaction.processor.extract import spans_to_items
 from otel_compaction.processor.pipeline import Pipeline
 from otel_compaction.processor.queue import PersistentQueue
 

@@ -22,7 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_compaction import semconv as sc
-from otel_compaction.processor.attributes import key_values
+from otel_compaction.otlp.attributes import key_values
 
 PASS_TAG = b"#R000000#"
 REQUEST_TAG = b"#Q000000#"

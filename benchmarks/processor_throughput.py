@@ -197,7 +197,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "receive and extract (gRPC handler, parse, engine inputs, write-ahead)":
         ("otel_compaction.processor.grpc", "GrpcReceiver._handle"),
     "engine (reorder window, de-duplication, ConversationAnalyzer)":
-        ("otel_compaction.processor.state", "ConversationState.apply"),
+        ("otel_compaction.otlp.state", "ConversationState.apply"),
     "compaction metrics (OTel SDK histograms and counters)":
         ("otel_compaction.processor.pipeline", "Pipeline._record"),
     "forwarding (queue reads, gRPC client)": ("otel_compaction.processor.forward", "Forwarder"),

@@ -26,8 +26,8 @@ from run_meta import commit, now
 
 from otel_compaction.config import Settings
 from otel_compaction.model import CompactionObservation, TurnObservation
+from otel_compaction.otlp.state import ConversationState
 from otel_compaction.processor.snapshot import SnapshotStore
-from otel_compaction.processor.state import ConversationState
 from otel_compaction.semconv import CompactionSource
 
 T = TypeVar("T")

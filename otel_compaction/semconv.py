@@ -214,6 +214,9 @@ FLAG_BY_KIND: Final = {
     FindingKind.LOST_TASK: FLAG_LOST_TASK,
     FindingKind.INEFFECTIVE_COMPACTION: FLAG_INEFFECTIVE,
 }
+# Every flag a compaction span can carry: what enrich mode replaces with its own verdicts,
+# and what tells a compaction span of ours without flags (nothing found) from a flagged one.
+FLAG_KEYS: Final = (*FLAG_BY_KIND.values(), FLAG_REASON)
 
 # Values of gen_ai.operation.name that are one LLM call (one turn); spans of other
 # operations (invoke_agent, execute_tool, embeddings) are not turns.

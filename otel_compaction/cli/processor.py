@@ -62,9 +62,9 @@ def run(args: argparse.Namespace) -> int:
     from otel_compaction.processor.service import ProcessorService
 
     # The start-up lines (configuration, addresses, mode) are INFO: show them without -v.
-    logging.getLogger("otel_compaction.processor").setLevel(
-        logging.DEBUG if args.verbose else logging.INFO
-    )
+    # The service's reading of OTLP (otel_compaction.otlp) logs at the same level.
+    for name in ("otel_compaction.processor", "otel_compaction.otlp"):
+        logging.getLogger(name).setLevel(logging.DEBUG if args.verbose else logging.INFO)
     source = f"configuration file {args.config}" if args.config else "no configuration file"
     flags = ", ".join(f"{s}.{k}" for s, values in overrides(args).items() for k in values)
     logger.info("otel-compaction processor: %s%s", source, f" (flags set {flags})" if flags else "")

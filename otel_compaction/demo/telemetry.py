@@ -38,7 +38,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import Tracer
 
 from otel_compaction import semconv as sc
-from otel_compaction.processor.decode import encode_json
+from otel_compaction.otlp.decode import encode_json
 from otel_compaction.transcripts.otlp_file import OtlpJsonFileExporter
 
 TRACES_FILE = "traces.jsonl"

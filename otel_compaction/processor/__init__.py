@@ -1,10 +1,13 @@
 """The compaction processor: an OTLP service behind the OpenTelemetry Collector.
 
 The fleet half of the product: the same engine as in process
-(``otel_compaction.analyzer``), fed from the span stream of many agents::
+(``otel_compaction.analyzer``), fed from the span stream of many agents. Reading
+and writing OTLP (decode, extract, ``ConversationState``) is the library
+``otel_compaction.otlp``, shared with ``analyze``; this package is the service
+around it::
 
-    OTLP/gRPC, OTLP/HTTP ─▶ decode ─▶ extract (spans → turns, compactions)
-      ─▶ state (reorder window, dedupe, ConversationRegistry)
+    OTLP/gRPC, OTLP/HTTP ─▶ otlp.decode ─▶ otlp.extract (spans → turns, compactions)
+      ─▶ pipeline: admission, otlp.state (reorder window, dedupe, ConversationRegistry)
       ─▶ tap (finding spans) | enrich (flags on the spans) ─▶ queue ─▶ forward (OTLP)
 
 Run it with ``otel-compaction processor --config FILE``; see ``README.md``
@@ -17,7 +20,7 @@ import importlib
 from typing import Any
 
 # Imported on first use: the service needs the [processor] extra (grpcio, PyYAML,
-# prometheus-client), while ``analyze`` and ``import`` only use decode and extract.
+# prometheus-client); ``analyze`` and ``import`` use ``otel_compaction.otlp`` only.
 _EXPORTS = {
     "ConfigError": "otel_compaction.processor.config",
     "ProcessorConfig": "otel_compaction.processor.config",

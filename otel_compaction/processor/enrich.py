@@ -15,14 +15,12 @@ from typing import Any
 from otel_compaction import semconv as sc
 from otel_compaction.emit.attributes import compaction_attributes, flag_attributes
 from otel_compaction.model import CompactionAnalysis
-from otel_compaction.processor.attributes import replace_attributes
-
-FLAG_KEYS = (*sc.FLAG_BY_KIND.values(), sc.FLAG_REASON)
+from otel_compaction.otlp.attributes import replace_attributes
 
 
 def write_flags(target: Any, analysis: CompactionAnalysis) -> bool:
     """Replace the flags on ``target`` by those of ``analysis``; False when nothing changed."""
     ours = any(kv.key == sc.COMPACTION_ID for kv in target.attributes)
     if ours:
-        return replace_attributes(target, flag_attributes(analysis.findings), remove=FLAG_KEYS)
-    return replace_attributes(target, compaction_attributes(analysis), remove=FLAG_KEYS)
+        return replace_attributes(target, flag_attributes(analysis.findings), remove=sc.FLAG_KEYS)
+    return replace_attributes(target, compaction_attributes(analysis), remove=sc.FLAG_KEYS)

@@ -29,8 +29,8 @@ import grpc
 from google.protobuf.message import DecodeError as ProtobufDecodeError
 from google.rpc import error_details_pb2
 
+from otel_compaction.otlp.decode import Signal
 from otel_compaction.processor.config import ForwardConfig, RetryConfig
-from otel_compaction.processor.decode import Signal
 from otel_compaction.processor.queue import Entry, PersistentQueue
 
 logger = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ import grpc
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 
-from otel_compaction.processor.decode import DecodeError, Signal, parse_protobuf
+from otel_compaction.otlp.decode import DecodeError, Signal, parse_protobuf
 from otel_compaction.processor.pipeline import Overloaded, Pipeline
 from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason

@@ -28,8 +28,7 @@ import threading
 from http import HTTPStatus
 from typing import Any
 
-from otel_compaction.processor.connections import DeadlineHandler, LimitedHTTPServer
-from otel_compaction.processor.decode import (
+from otel_compaction.otlp.decode import (
     JSON,
     PROTOBUF,
     DecodeError,
@@ -39,6 +38,7 @@ from otel_compaction.processor.decode import (
     encode_status,
     media_type,
 )
+from otel_compaction.processor.connections import DeadlineHandler, LimitedHTTPServer
 from otel_compaction.processor.pipeline import Overloaded, Pipeline
 from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason

@@ -40,14 +40,14 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from otel_compaction._bounded import BoundedMap
 from otel_compaction.model import CompactionAnalysis, Finding
-from otel_compaction.processor.agent_events import logs_to_items
+from otel_compaction.otlp.agent_events import logs_to_items
+from otel_compaction.otlp.decode import DecodeError, Signal, item_count, parse_protobuf
+from otel_compaction.otlp.extract import Item, span_items
+from otel_compaction.otlp.spanview import splice_spans
+from otel_compaction.otlp.state import Applied, ConversationState
 from otel_compaction.processor.config import ProcessorConfig
-from otel_compaction.processor.decode import DecodeError, Signal, item_count, parse_protobuf
 from otel_compaction.processor.enrich import write_flags
-from otel_compaction.processor.extract import Item, span_items
 from otel_compaction.processor.queue import PersistentQueue, QueueFull
-from otel_compaction.processor.spanview import splice_spans
-from otel_compaction.processor.state import Applied, ConversationState
 from otel_compaction.processor.tap import FindingContext, findings_request
 from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason

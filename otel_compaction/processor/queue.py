@@ -25,7 +25,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from otel_compaction.processor.decode import Signal
+from otel_compaction.otlp.decode import Signal
 
 _SIGNALS = {s.spec.name: s for s in Signal}
 

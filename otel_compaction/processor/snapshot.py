@@ -57,8 +57,8 @@ from typing import Any, Final
 
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
+from otel_compaction.otlp.state import ConversationState
 from otel_compaction.processor import snapshot_codec as codec
-from otel_compaction.processor.state import ConversationState
 from otel_compaction.semconv import SnapshotReason
 
 logger = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from opentelemetry.sdk.resources import SERVICE_NAME
 
 from otel_compaction.emit.attributes import finding_attributes
 from otel_compaction.model import Finding
-from otel_compaction.processor.attributes import key_values
+from otel_compaction.otlp.attributes import key_values
 from otel_compaction.semconv import SCHEMA_URL, SPAN_FINDING
 
 SCOPE_NAME = "otel_compaction.processor"

@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from otel_compaction import semconv as sc
 from otel_compaction.emit.metrics import CompactionMetrics, create_gauge, create_instrument
-from otel_compaction.processor.decode import Signal
+from otel_compaction.otlp.decode import Signal
 from otel_compaction.semconv import ProcessorReason, SnapshotReason
 
 TRANSPORTS = ("grpc", "http")

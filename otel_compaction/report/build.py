@@ -1,7 +1,7 @@
 """Running the engine over input files and collecting what it said into a report.
 
 Agent transcripts are replayed through a ``ConversationRegistry`` as they are
-read; OTLP/JSON trace and log files go through the processor's
+read; OTLP/JSON trace and log files go through the OTLP library's
 ``ConversationState`` (the same extraction, de-duplication, ordering and engine as
 the processor service), all of their spans and log records first, so a
 conversation split over several files is put back in order.
@@ -19,10 +19,10 @@ from opentelemetry.sdk.resources import SERVICE_NAME
 from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.model import CompactionAnalysis, TurnAnalysis
-from otel_compaction.processor.agent_events import logs_to_items
-from otel_compaction.processor.decode import Signal
-from otel_compaction.processor.extract import Item, spans_to_items
-from otel_compaction.processor.state import Applied, ConversationState
+from otel_compaction.otlp.agent_events import logs_to_items
+from otel_compaction.otlp.decode import Signal
+from otel_compaction.otlp.extract import Item, spans_to_items
+from otel_compaction.otlp.state import Applied, ConversationState
 from otel_compaction.report.model import ConversationReport, FileReport, FindingsReport
 from otel_compaction.transcripts import (
     TRANSCRIPT_FORMATS,

@@ -6,8 +6,8 @@
     for event in read_transcript(path, fmt, Diagnostics()):
         replayer.feed(event)                        # Claude Code and Codex transcripts
 
-OTLP/JSON trace files are read with :func:`read_otlp` into the processor's
-items (``processor.extract.Item``), because ``analyze`` applies them exactly
+OTLP/JSON trace files are read with :func:`read_otlp` into the OTLP library's
+items (``otlp.extract.Item``), because ``analyze`` applies them exactly
 as the processor service does.
 """
 

@@ -315,7 +315,7 @@ def _flush_call(conv: _Conversation) -> Iterator[Event]:
     usage = call.usage
     write = as_int(usage.get("cache_creation_input_tokens"))
     read = as_int(usage.get("cache_read_input_tokens"))
-    # The same reading as Claude Code's api_request events (processor.agent_events).
+    # The same reading as Claude Code's api_request events (otlp.agent_events).
     observation = TurnObservation.of_anthropic_usage(
         as_int(usage.get("input_tokens")),
         read,

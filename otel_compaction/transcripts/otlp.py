@@ -1,12 +1,12 @@
 """OTLP/JSON trace and log files: the Collector's file exporter format, read with the
-processor's code.
+same OTLP library as the processor service.
 
 Each line is one ``ExportTraceServiceRequest`` (or, in a log file, one
 ``ExportLogsServiceRequest``: an agent's own events, as Claude Code's and Codex's
 OTLP log exporters send them) in OTLP/JSON (hex ids); a file holding one
 pretty-printed request is read too. Decoding is the processor's
-(``processor.decode.parse_json``) and so is the mapping to engine inputs
-(``processor.extract.spans_to_items``, ``processor.agent_events.logs_to_items``):
+(``otlp.decode.parse_json``) and so is the mapping to engine inputs
+(``otlp.extract.spans_to_items``, ``otlp.agent_events.logs_to_items``):
 ``analyze`` on a file and the processor service reach their verdicts from exactly
 the same reading.
 
@@ -23,8 +23,8 @@ from pathlib import Path
 
 from google.protobuf.message import Message
 
-from otel_compaction.processor.decode import DecodeError, Signal, parse_json
-from otel_compaction.processor.extract import Item, spans_to_items
+from otel_compaction.otlp.decode import DecodeError, Signal, parse_json
+from otel_compaction.otlp.extract import Item, spans_to_items
 from otel_compaction.transcripts.lines import Diagnostics, read_document, read_raw_lines
 from otel_compaction.transcripts.progress import Progress
 

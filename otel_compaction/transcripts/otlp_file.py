@@ -19,7 +19,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from otel_compaction.processor.decode import encode_json
+from otel_compaction.otlp.decode import encode_json
 
 logger = logging.getLogger(__name__)
 

@@ -151,7 +151,7 @@ def test_unwritable_out_file_is_a_clear_error(
 
 
 def _file_requests(path: Path) -> list[trace_service_pb2.ExportTraceServiceRequest]:
-    from otel_compaction.processor.decode import Signal, parse_json
+    from otel_compaction.otlp.decode import Signal, parse_json
 
     lines = path.read_bytes().splitlines()
     return [parse_json(Signal.TRACES, line) for line in lines if line.strip()]

@@ -20,8 +20,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from otel_compaction import semconv as sc
 from otel_compaction.demo import SCENARIOS, DemoResult, run_demo
-from otel_compaction.processor.decode import Signal, parse_json
-from otel_compaction.processor.extract import Item, ItemKind, span_items
+from otel_compaction.otlp.decode import Signal, parse_json
+from otel_compaction.otlp.extract import Item, ItemKind, span_items
 from tests.dashboards import stack
 from tests.fleet.fleet import Fleet, environ, queue_dir, running_fleet
 

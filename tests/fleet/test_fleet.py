@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from otel_compaction import semconv as sc
-from otel_compaction.processor.extract import ItemKind
+from otel_compaction.otlp.extract import ItemKind
 from tests.dashboards import stack
 from tests.dashboards.catalog import load_dashboards
 from tests.fleet.conftest import LIVELOCK_SCENARIO, FleetRun, metric_sum, routed_spans

@@ -7,7 +7,7 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_compaction import semconv as sc
-from otel_compaction.processor.attributes import key_values
+from otel_compaction.otlp.attributes import key_values
 
 
 def trace_request(*spans: tuple[str, dict[str, Any]], seed: int = 1) -> ExportTraceServiceRequest:

@@ -12,12 +12,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from otel_compaction import semconv as sc
-from otel_compaction.processor.decode import Signal
+from otel_compaction.otlp.decode import Signal
+from otel_compaction.otlp.values import as_int
 from otel_compaction.processor.pipeline import Pipeline
 from otel_compaction.processor.queue import PersistentQueue
 from otel_compaction.processor.tap import SCOPE_NAME
 from otel_compaction.processor.telemetry import ProcessorMetrics
-from otel_compaction.processor.values import as_int
 from tests.hostile.inputs import langchain_compaction, trace_request, turn
 from tests.processor.conftest import PipelineFactory, make_config, queued, rejections
 

@@ -12,7 +12,7 @@ import grpc
 import pytest
 from google.rpc import status_pb2
 
-from otel_compaction.processor.decode import PROTOBUF, DecodeError, Signal, decompress
+from otel_compaction.otlp.decode import PROTOBUF, DecodeError, Signal, decompress
 from otel_compaction.processor.service import ProcessorService
 from tests.hostile.inputs import counter, trace_request, turn
 from tests.processor.service_util import running, wait_for

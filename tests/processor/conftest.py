@@ -15,8 +15,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from otel_compaction import semconv as sc
 from otel_compaction.emit.metrics import CompactionMetrics
+from otel_compaction.otlp.decode import Signal
 from otel_compaction.processor.config import ProcessorConfig, load_config
-from otel_compaction.processor.decode import Signal
 from otel_compaction.processor.pipeline import Pipeline
 from otel_compaction.processor.queue import PersistentQueue
 from otel_compaction.processor.telemetry import ProcessorMetrics

@@ -9,7 +9,7 @@ from typing import Any
 
 import grpc
 
-from otel_compaction.processor.decode import Signal
+from otel_compaction.otlp.decode import Signal
 
 
 def free_port() -> int:

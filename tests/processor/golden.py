@@ -15,7 +15,7 @@ from typing import Any
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_compaction.processor.decode import Signal, encode_json, parse_json
+from otel_compaction.otlp.decode import Signal, encode_json, parse_json
 
 TESTDATA = Path(__file__).parent / "testdata"
 _TIME_KEYS = frozenset(

@@ -19,8 +19,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from otel_compaction import semconv as sc
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.model import CompactionObservation, Finding, TurnObservation
-from otel_compaction.processor.agent_events import derived_compaction_id
-from otel_compaction.processor.decode import encode_json
+from otel_compaction.otlp.agent_events import derived_compaction_id
+from otel_compaction.otlp.decode import encode_json
 from otel_compaction.semconv import CompactionMode, CompactionSource
 from tests.processor.golden import TESTDATA, spans_to_lines
 from tests.processor.scenarios import BASE_NS, SCENARIOS, TURN_NS, render

@@ -17,8 +17,8 @@ from opentelemetry.sdk.metrics.export import NumberDataPoint
 
 from otel_compaction import semconv as sc
 from otel_compaction.config import Settings
-from otel_compaction.processor.agent_events import logs_to_items
-from otel_compaction.processor.extract import Item, ItemKind
+from otel_compaction.otlp.agent_events import logs_to_items
+from otel_compaction.otlp.extract import Item, ItemKind
 from otel_compaction.report.build import analyze_files
 from tests.processor.conftest import metrics_pipeline
 from tests.processor.golden import TESTDATA, read_requests

@@ -169,7 +169,7 @@ def test_tap_sends_the_processor_only_its_inputs_and_jaeger_everything(name: str
     and Jaeger's pipeline drops nothing (tests/fleet checks the filter span for span)."""
     import re
 
-    from otel_compaction.processor.extract import ENGINE_INPUT_KEYS
+    from otel_compaction.otlp.extract import ENGINE_INPUT_KEYS
 
     config = _yaml(COLLECTOR / name)
     conditions = config["processors"]["filter/compaction-inputs"]["traces"]["span"]

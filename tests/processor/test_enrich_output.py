@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from otel_compaction.otlp.attributes import key_values
+from otel_compaction.otlp.decode import Signal
+from otel_compaction.otlp.spanview import splice_spans
 from otel_compaction.processor import pipeline as pipeline_module
-from otel_compaction.processor.attributes import key_values
-from otel_compaction.processor.decode import Signal
-from otel_compaction.processor.spanview import splice_spans
 from tests.processor.conftest import PipelineFactory
 from tests.processor.golden import TESTDATA, read_requests
 

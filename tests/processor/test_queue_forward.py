@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from otel_compaction.otlp.decode import Signal
 from otel_compaction.processor.config import RetryConfig
-from otel_compaction.processor.decode import Signal
 from otel_compaction.processor.forward import (
     Backoff,
     Forwarder,

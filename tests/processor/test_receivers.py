@@ -17,7 +17,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from otel_compaction import semconv as sc
-from otel_compaction.processor.decode import Signal
+from otel_compaction.otlp.decode import Signal
 from otel_compaction.processor.service import ProcessorService
 from tests.processor.downstream import Downstream, free_port
 from tests.processor.golden import TESTDATA

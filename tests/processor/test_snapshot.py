@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from otel_compaction.config import Settings
 from otel_compaction.model import TurnObservation
+from otel_compaction.otlp.extract import Item, ItemKind, spans_to_items
+from otel_compaction.otlp.state import ConversationState, SkipListener
 from otel_compaction.processor.config import ConfigError, load_config
-from otel_compaction.processor.extract import Item, ItemKind, spans_to_items
 from otel_compaction.processor.snapshot import FILE_NAME, SnapshotRejected, SnapshotStore
-from otel_compaction.processor.state import ConversationState, SkipListener
 from otel_compaction.semconv import SnapshotReason
 from tests.processor.golden import TESTDATA, read_requests
 

@@ -1,4 +1,4 @@
-"""OTLP/JSON trace files, read with the processor's decoder and span mapping."""
+"""OTLP/JSON trace files, read with the OTLP library's decoder and span mapping."""
 
 from __future__ import annotations
 

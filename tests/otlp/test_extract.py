@@ -9,9 +9,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_compaction import semconv as sc
-from otel_compaction.processor.agent_events import logs_to_items
-from otel_compaction.processor.attributes import key_values
-from otel_compaction.processor.extract import ItemKind, span_to_item
+from otel_compaction.otlp.agent_events import logs_to_items
+from otel_compaction.otlp.attributes import key_values
+from otel_compaction.otlp.extract import ItemKind, span_to_item
 from otel_compaction.semconv import CompactionSource
 
 TRACE = bytes(range(16))
@@ -146,7 +146,7 @@ def test_an_uncounted_call_of_our_conversation_is_not_a_turn() -> None:
     )
 
     from otel_compaction import semconv as sc
-    from otel_compaction.processor.extract import spans_to_items
+    from otel_compaction.otlp.extract import spans_to_items
 
     request = ExportTraceServiceRequest()
     spans = request.resource_spans.add().scope_spans.add().spans

@@ -6,7 +6,7 @@ as a message whose ``Span.attributes`` is ``map<string, bytes>``: each value is
 the ``AnyValue`` still encoded. The processor reads five to fifteen of the
 about 25 attributes of an inference span; through the map each is one lookup
 done by the protobuf runtime, and only its value's few bytes become a Python
-object (``processor.extract`` decodes them), instead of a Python loop that
+object (``otlp.extract`` decodes them), instead of a Python loop that
 builds a wrapper object for every ``KeyValue`` of every span (about 0.15 µs
 each). Parsing this view costs about as much as parsing the request.
 

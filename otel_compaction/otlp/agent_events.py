@@ -37,9 +37,9 @@ from typing import Any
 
 from otel_compaction import semconv as sc
 from otel_compaction.model import CompactionObservation, SummarizerCost, TurnObservation
-from otel_compaction.processor.decode import Signal
-from otel_compaction.processor.extract import Item, ItemKind, pick
-from otel_compaction.processor.values import AttrValue, as_int, as_str, as_word
+from otel_compaction.otlp.decode import Signal
+from otel_compaction.otlp.extract import Item, ItemKind, pick
+from otel_compaction.otlp.values import AttrValue, as_int, as_str, as_word
 from otel_compaction.semconv import CompactionMode, CompactionSource
 
 _KEYS = frozenset(

@@ -13,8 +13,8 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from otel_compaction import semconv as sc
-from otel_compaction.processor.agent_events import logs_to_items
-from otel_compaction.processor.extract import Item, ItemKind
+from otel_compaction.otlp.agent_events import logs_to_items
+from otel_compaction.otlp.extract import Item, ItemKind
 from tests.processor.test_golden import CAPTURES, CLAUDE_CODE_CAPTURE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,8 +147,8 @@ def test_codex_warm_up_and_other_events_are_no_turns() -> None:
 _KEYS_SCRIPT = """
 import json, sys
 from tests.processor.golden import read_requests
-from otel_compaction.processor.agent_events import logs_to_items
-from otel_compaction.processor.extract import spans_to_items
+from otel_compaction.otlp.agent_events import logs_to_items
+from otel_compaction.otlp.extract import spans_to_items
 from tests.processor.golden import TESTDATA
 logs = [i.dedupe_key for _, r in read_requests(__import__("pathlib").Path(sys.argv[1]))
         for i in logs_to_items(r)]

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from otel_compaction.processor import values
-from otel_compaction.processor.attributes import any_value as to_any_value
+from otel_compaction.otlp import values
+from otel_compaction.otlp.attributes import any_value as to_any_value
 
 # The readers as they were written against a parsed ``AnyValue`` (the reference).
 

@@ -14,8 +14,9 @@ batch it thinks was lost). ``ConversationState`` therefore:
    ``ConversationAnalyzer`` the in-process instrumentation uses, with the
    processor's own ``Settings``: verdicts are recomputed, never copied.
 
-Not thread-safe: one pipeline thread owns it (receivers only hand items over
-through the pipeline's lock).
+Not thread-safe: one thread owns it (the processor's pipeline thread, to which
+receivers hand items through the pipeline's lock; ``analyze``'s only thread, with
+a window of 0).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from otel_compaction._bounded import BoundedMap
 from otel_compaction.analyzer import ConversationAnalyzer, ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.model import CompactionAnalysis, PhaseReport, TurnAnalysis
-from otel_compaction.processor.extract import Item, ItemKind
+from otel_compaction.otlp.extract import Item, ItemKind
 from otel_compaction.semconv import PhaseSource, ProcessorReason
 
 logger = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from typing import Any
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.util.types import AttributeValue
 
-from otel_compaction.processor.values import INT64_MAX, INT64_MIN
+from otel_compaction.otlp.values import INT64_MAX, INT64_MIN
 
 
 def any_value(value: object) -> AnyValue:

@@ -12,9 +12,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_compaction import semconv as sc
-from otel_compaction.processor.attributes import key_values
-from otel_compaction.processor.extract import Item, span_to_item, spans_to_items
-from otel_compaction.processor.spanview import parse_trace_view
+from otel_compaction.otlp.attributes import key_values
+from otel_compaction.otlp.extract import Item, span_to_item, spans_to_items
+from otel_compaction.otlp.spanview import parse_trace_view
 
 KEYS = st.sampled_from(
     [

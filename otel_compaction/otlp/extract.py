@@ -8,14 +8,14 @@ The mapping from the wire to the shared engine (``ConversationAnalyzer``):
 * a ``compaction`` span is a ``CompactionObservation`` (with the phase the
   agent reported at that moment, when the span says it was reported);
 * the agents' own log events (Claude Code's, Codex's) are read in
-  :mod:`~otel_compaction.processor.agent_events` into the same items;
+  :mod:`~otel_compaction.otlp.agent_events` into the same items;
 * anything else (HTTP spans, tool spans, our own ``compaction.finding`` spans
   coming back through a Collector loop) is not an engine input.
 
 The conversation key is ``compaction.conversation.id``, else
 ``gen_ai.conversation.id``, else the trace id.
 
-Spans are read through :mod:`~otel_compaction.processor.spanview`, where each
+Spans are read through :mod:`~otel_compaction.otlp.spanview`, where each
 span's attributes are a map: the dozen values an inference span needs are
 looked up and decoded, the others never become Python objects.
 """
@@ -34,10 +34,9 @@ from otel_compaction.model import (
     SummarizerCost,
     TurnObservation,
 )
-from otel_compaction.processor.decode import Signal
-from otel_compaction.processor.enrich import FLAG_KEYS
-from otel_compaction.processor.spanview import Position, parse_trace_view
-from otel_compaction.processor.values import (
+from otel_compaction.otlp.decode import Signal
+from otel_compaction.otlp.spanview import Position, parse_trace_view
+from otel_compaction.otlp.values import (
     AttrValue,
     any_value,
     as_enum,
@@ -54,7 +53,7 @@ from otel_compaction.processor.values import (
     window_of,
     word_of,
 )
-from otel_compaction.semconv import CompactionMode, CompactionSource, PhaseSource
+from otel_compaction.semconv import FLAG_KEYS, CompactionMode, CompactionSource, PhaseSource
 
 
 class ItemKind(enum.IntEnum):
@@ -196,7 +195,7 @@ def spans_to_items(
 ) -> Iterator[Item]:
     """Every engine input in an ``ExportTraceServiceRequest``, in request order.
 
-    The attributes are read through :mod:`~otel_compaction.processor.spanview`
+    The attributes are read through :mod:`~otel_compaction.otlp.spanview`
     (one lookup per wanted key, no Python work for the others). ``data`` is the
     request serialised (as received), when the caller has it already;
     ``targets=False`` leaves ``Item.target`` and ``Item.position`` None (tap
@@ -255,7 +254,7 @@ def span_to_item(span: Any, model_windows: Mapping[str, int] | None = None) -> I
 
 # The readers below take the attributes as a mapping from key to the bytes of
 # the OTLP ``AnyValue`` (a span view's map, or a dict) and decode only what they
-# use (``processor.values``).
+# use (``otlp.values``).
 
 
 def _item(

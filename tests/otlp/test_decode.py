@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from otel_compaction.processor.decode import (
+from otel_compaction.otlp.decode import (
     JSON,
     PROTOBUF,
     DecodeError,

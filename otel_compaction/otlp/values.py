@@ -2,7 +2,7 @@
 
 Two kinds of reader:
 
-* ``*_of(raw)`` read the span view's values (:mod:`~otel_compaction.processor.spanview`),
+* ``*_of(raw)`` read the span view's values (:mod:`~otel_compaction.otlp.spanview`),
   each the bytes of an OTLP ``AnyValue`` (None when the key is absent). The
   shapes an instrumentation writes (one ``int_value``, one short
   ``string_value``, an array of ints) are read straight from the bytes; any
