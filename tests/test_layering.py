@@ -1,4 +1,5 @@
-"""Imports go one way: the pure stages import no SDK, no wrapt, no LLM client."""
+"""Imports go one way: the pure stages import no SDK, no wrapt, no LLM client; readers of
+telemetry go through the OTLP library, never through the service."""
 
 from __future__ import annotations
 
@@ -7,12 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from otel_compaction.cli._extras import PROCESSOR
+
 PACKAGE = Path(__file__).resolve().parents[1] / "otel_compaction"
 PURE = ("signals", "lineage", "detectors", "inference")
 FORBIDDEN = ("opentelemetry", "wrapt", "anthropic", "openai", "httpx", "langchain", "grpc")
 
 
 def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, ``from package import module`` counted as the module."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     names: set[str] = set()
     for node in ast.walk(tree):
@@ -20,6 +24,7 @@ def _imports(path: Path) -> set[str]:
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
     return names
 
 
@@ -118,3 +123,26 @@ def test_imports_are_resolved_to_modules() -> None:
     policy = _internal_imports("otel_compaction.policy", MODULES["otel_compaction.policy"])
     assert "otel_compaction.instrument._runtime" in policy  # imported in a function
     assert "otel_compaction.instrument" in policy  # the __init__ that import runs
+
+
+def _offenders(folder: str, forbidden: tuple[str, ...]) -> list[str]:
+    return [
+        f"{path.relative_to(PACKAGE)}: {name}"
+        for path in sorted((PACKAGE / folder).rglob("*.py"))
+        for name in sorted(_imports(path))
+        if any(name == f or name.startswith(f"{f}.") for f in forbidden)
+    ]
+
+
+@pytest.mark.parametrize("reader", ["transcripts", "report", "demo"])
+def test_readers_of_telemetry_do_not_import_the_service(reader: str) -> None:
+    """transcripts/, report/ and demo/ read OTLP through otlp/, never through processor/.
+
+    Only ``cli/processor.py`` imports the service, to start it."""
+    assert _offenders(reader, ("otel_compaction.processor",)) == []
+
+
+def test_the_otlp_library_imports_neither_the_service_nor_its_extra() -> None:
+    """otlp/ imports nothing from processor/ and none of the [processor] extra's modules."""
+    forbidden = ("otel_compaction.processor", "otel_compaction.cli", *PROCESSOR.modules)
+    assert _offenders("otlp", forbidden) == []
