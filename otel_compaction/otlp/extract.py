@@ -1,4 +1,4 @@
-"""Spans and log records in, engine inputs out: turns, phase reports, compactions.
+"""Spans in, engine inputs out: turns, phase reports and compactions, each an ``Item``.
 
 The mapping from the wire to the shared engine (``ConversationAnalyzer``):
 

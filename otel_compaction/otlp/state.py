@@ -1,4 +1,4 @@
-"""Per-conversation state rebuilt from the span stream, in front of the shared engine.
+"""Engine inputs applied in order: reorder window and de-duplication before the shared engine.
 
 Spans of one conversation arrive in several batches, from several agents'
 exporters, sometimes out of order and sometimes twice (an exporter retries a
