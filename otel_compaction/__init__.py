@@ -1,9 +1,13 @@
 """otel-compaction: OpenTelemetry for LLM agents that compact their context.
 
-The data flow, one way::
+The data flow, one way (folders named for their stage)::
 
-    LLM call ─▶ instrument/ ─▶ signals/ (pressure, phase) ─▶ lineage/ (compactions,
-    cycles) ─▶ detectors/ (boundary, livelock, ...) ─▶ emit/ (spans, metrics) ─▶ OTLP
+    LLM call ─▶ instrument/ (wraps the clients, spans) ─▶ inference/ (which conversation,
+    what was compacted) ─▶ signals/ (pressure, phase) ─▶ lineage/ (compactions, cycles)
+    ─▶ detectors/ (boundary, livelock, ineffective, ...) ─▶ emit/ (spans, metrics) ─▶ OTLP
+
+    OTLP ─▶ otlp/ (decode, engine inputs, the engine per conversation) ─▶ processor/ (the
+    service behind the Collector) or report/ and transcripts/ (``otel-compaction analyze``)
 
 Usage::
 
