@@ -147,7 +147,7 @@ def _anchor(system_key: int, facts: Sequence[MessageFacts]) -> int:
     return hash((system_key, tuple(keys)))
 
 
-def _extends(history: _History, messages: tuple[Any, ...]) -> bool:
+def _extends(history: _History, messages: Sequence[Any]) -> bool:
     count = len(history.messages)
     if len(messages) < count:
         return False
@@ -159,27 +159,11 @@ def _extends(history: _History, messages: tuple[Any, ...]) -> bool:
 
 def _grow(history: _History, messages: Sequence[Any]) -> list[Any] | None:
     """The messages ``messages`` adds to the history's last request, if it extends it
-    (the history's copy is then extended to equal it); None, the copy unchanged, if not.
-
-    The two lists are compared whole, after the copy took the new messages: list
-    equality checks identity first, so the common case compares pointers without
-    touching the messages, where slicing and copying the request would count a
-    reference to each of them twice (measurable at 2,000 messages, after the SDK's
-    request has evicted them from the CPU caches).
-    """
-    old = history.messages
-    count = len(old)
-    if len(messages) < count:
+    (the history's copy is then extended to equal it); None, the copy unchanged, if not."""
+    if not _extends(history, messages):
         return None
-    added = list(messages[count:])
-    old.extend(added)
-    try:
-        same = old == messages if isinstance(messages, list) else tuple(old) == messages
-    except Exception:  # noqa: BLE001 - a foreign __eq__ may raise: then it is no prefix
-        same = False
-    if not same:
-        del old[count:]
-        return None
+    added = list(messages[len(history.messages) :])
+    history.messages.extend(added)
     return added
 
 
