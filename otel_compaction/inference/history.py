@@ -116,10 +116,9 @@ class _History:
     model: str | None = None
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Placement:
-    """Where a request belongs and what it brings (not to be changed once built; not
-    frozen, since one is built on every LLM call and a frozen one costs twice as much).
+    """Where a request belongs and what it brings.
 
     Args:
         conversation_id: the conversation (given or inferred).

@@ -23,12 +23,9 @@ _USER_ROLES = frozenset({"user", "tool", "function", "function_call_output", "to
 _MAX_DEPTH = 12
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class MessageFacts:
     """What conversation and compaction inference need to know of one message.
-
-    Never changed once built (not frozen: two are built on every LLM call, and a frozen
-    dataclass costs nearly three times as much to build).
 
     Args:
         role: ``user``, ``assistant``, ``system``, ``tool``... or the item type.

@@ -74,7 +74,7 @@ def int_or_none(value: Any) -> int | None:
     return None
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class RequestInfo:
     """One API call's request, as far as the analysis needs it.
 
@@ -110,7 +110,7 @@ class RequestInfo:
     chains_responses: bool = False
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ServerCompaction:
     """A compaction the provider reports in its response.
 

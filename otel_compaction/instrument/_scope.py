@@ -58,7 +58,7 @@ class ConversationRef:
         return out
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class PendingCompaction:
     """An explicit compaction waiting for its conversation (and maybe its open span)."""
 
