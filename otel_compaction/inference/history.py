@@ -48,6 +48,7 @@ from typing import Any
 
 from otel_compaction.inference.messages import MessageFacts, describe, fingerprint, text_of
 from otel_compaction.inference.rewrite import (
+    MIN_DROPPED_TURNS,
     MIN_DROPPED_TURNS_AT_PRESSURE,
     Rewrite,
     common_head,
@@ -466,12 +467,9 @@ class HistoryTracker:
         """The rewrite of ``history`` into the request, if it is a compaction shape: one
         assistant turn replaced suffices when the conversation was at pressure."""
         old_facts, old_messages = _sent_back(history)
-        rewrite = infer_rewrite(old_facts, facts, old_messages, msgs)
-        if rewrite is None and self._was_at_pressure(history):
-            rewrite = infer_rewrite(
-                old_facts, facts, old_messages, msgs, MIN_DROPPED_TURNS_AT_PRESSURE
-            )
-        return rewrite
+        pressed = self._was_at_pressure(history)
+        turns = MIN_DROPPED_TURNS_AT_PRESSURE if pressed else MIN_DROPPED_TURNS
+        return infer_rewrite(old_facts, facts, old_messages, msgs, turns)
 
     def _response_replaced(self, history: _History, new: list[MessageFacts]) -> Rewrite | None:
         """A request that extends the last one with user text in place of the response it
@@ -684,7 +682,8 @@ def _sent_back(
     back: their facts and their messages (the old side of a rewrite). ``count``: the
     last request's length, when the copy of its messages has taken new ones already."""
     old_facts = [*history.facts, *(describe(m) for m in history.expected)]
-    return old_facts, (*history.messages[:count], *history.expected)
+    messages = history.messages if count is None else history.messages[:count]
+    return old_facts, (*messages, *history.expected)
 
 
 def _carried(new: list[str], old: list[str]) -> float:

@@ -14,10 +14,11 @@ import httpx2
 import openai
 import pytest
 
+from otel_compaction import semconv as sc
 from otel_compaction.config import Settings
 from otel_compaction.instrument import CompactionInstrumentor
 from otel_compaction.testing import Capture, capture_telemetry
-from otel_compaction.testing.llm_api import FakeLLMAPI
+from otel_compaction.testing.llm_api import FakeLLMAPI, Reply, ToolCall
 
 MODEL = "claude-sonnet-5-5"
 OPENAI_MODEL = "gpt-5.4"
@@ -169,3 +170,14 @@ def attrs(span: Any) -> dict[str, Any]:
 def chat_spans(cap: Capture) -> list[Any]:
     """Our inference spans, in the order they ended."""
     return [s for s in cap.spans if s.name.startswith("chat")]
+
+
+def compaction_attrs(cap: Capture) -> list[dict[str, Any]]:
+    """The attributes of every ``compaction`` span, in the order they ended."""
+    return [attrs(s) for s in cap.spans_named(sc.SPAN_COMPACTION)]
+
+
+def reading_client() -> anthropic.Anthropic:
+    """The real anthropic client over a fake API whose every reply reads a file (a tool use)."""
+    reads = Reply("", tool_calls=(ToolCall("read_file", {"path": "a.py"}),))
+    return anthropic_client(FakeLLMAPI(default=reads))

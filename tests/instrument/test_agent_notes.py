@@ -18,7 +18,7 @@ from otel_compaction.instrument import CompactionInstrumentor
 from otel_compaction.semconv import FindingKind
 from otel_compaction.testing import Capture
 from otel_compaction.testing.llm_api import FakeLLMAPI, RecordedRequest, Reply, ToolCall
-from tests.instrument.conftest import MODEL, anthropic_client, attrs
+from tests.instrument.conftest import MODEL, anthropic_client, compaction_attrs
 
 TURNS = 40
 SUMMARY = (
@@ -81,17 +81,13 @@ def _step(client: Any, system: str, messages: list[Any], output_chars: int) -> i
     return int(message.usage.input_tokens)
 
 
-def _compactions(cap: Capture) -> list[dict[str, Any]]:
-    return [attrs(s) for s in cap.spans_named(sc.SPAN_COMPACTION)]
-
-
 @pytest.mark.parametrize("settings", [Settings(model_windows={MODEL: 10_500})])
 def test_note_000_compaction_at_the_phase_boundary_is_flagged(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
     """Lossy compaction at turn 30, while hypothesize turns into patch: boundary_compaction."""
     DebuggingAgent(compact_at=30).run()
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.TURN_INDEX] == 30
     assert compaction[sc.COMPACTION_MODE] == "lossy"
     assert compaction[sc.PRESSURE_TOKEN_FRACTION] >= 0.65
@@ -108,7 +104,7 @@ def test_note_000_twin_compacting_at_turn_34_is_not_flagged(
 ) -> None:
     """The same run compacting at turn 34, settled in patch, raises no boundary finding."""
     DebuggingAgent(compact_at=34).run()
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.TURN_INDEX] == 34
     assert compaction[sc.PHASE_NAME] == "patch"
     assert compaction[sc.PRESSURE_TOKEN_FRACTION] >= 0.65
@@ -163,7 +159,7 @@ def test_note_000_incident_shape_flagged_at_30_not_at_34(
     the phases reported as in the boundary incident and with the phases inferred from the
     tool calls."""
     IncidentAgent(compact_at, report=report).run()
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.TURN_INDEX] == compact_at
     assert compaction[sc.COMPACTION_MODE] == "lossy"
     assert compaction[sc.TOKENS_RETAINED_TAIL] > 0  # a long verbatim tail, still lossy
@@ -218,7 +214,7 @@ def test_note_004_summary_of_summary_compactions_are_flagged_as_livelock(
 ) -> None:
     """11 summary-of-summary compactions, intervals shrinking: reexpansion_livelock."""
     CompactingAgent(reset_lineage=False).run()
-    compactions = _compactions(cap)
+    compactions = compaction_attrs(cap)
     assert len(compactions) == 11
     assert [c[sc.LINEAGE_GENERATION] for c in compactions] == list(range(11))
     intervals = [c[sc.CYCLE_INTERVAL_TURNS] for c in compactions[1:]]
@@ -249,7 +245,7 @@ def test_note_004_lineage_reset_twin_is_not_flagged(
 ) -> None:
     """Lineage reset, constraints pinned: fewer compactions, stable intervals, no flag."""
     CompactingAgent(reset_lineage=True).run()
-    compactions = _compactions(cap)
+    compactions = compaction_attrs(cap)
     assert 2 <= len(compactions) <= 5
     intervals = [c[sc.CYCLE_INTERVAL_TURNS] for c in compactions[1:]]
     assert max(intervals) - min(intervals) <= 2

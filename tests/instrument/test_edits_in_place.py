@@ -10,15 +10,9 @@ import anthropic
 from otel_compaction import semconv as sc
 from otel_compaction.instrument import CompactionInstrumentor
 from otel_compaction.testing import Capture
-from otel_compaction.testing.llm_api import FakeLLMAPI, Reply, ToolCall
-from tests.instrument.conftest import MODEL, anthropic_client, attrs, chat_spans
+from tests.instrument.conftest import MODEL, attrs, chat_spans, reading_client
 
 SYSTEM = "You are a debugging agent."
-
-
-def _client() -> anthropic.Anthropic:
-    reads = Reply("", tool_calls=(ToolCall("read_file", {"path": "a.py"}),))
-    return anthropic_client(FakeLLMAPI(default=reads))
 
 
 def _run(client: anthropic.Anthropic, messages: list[Any], turns: int) -> None:
@@ -52,7 +46,7 @@ def test_tool_results_cleared_in_place_are_a_prune(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
     messages: list[Any] = [{"role": "user", "content": "The test fails; find out why."}]
-    client = _client()
+    client = reading_client()
     _run(client, messages, 5)
     for block in _results(messages)[:3]:
         block["content"] = "[cleared]"  # the same dicts the previous requests held
@@ -71,7 +65,7 @@ def test_a_plain_extension_is_not_read_again_as_a_prune(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
     messages: list[Any] = [{"role": "user", "content": "The test fails; find out why."}]
-    _run(_client(), messages, 7)
+    _run(reading_client(), messages, 7)
     assert cap.spans_named(sc.SPAN_COMPACTION) == []
 
 
@@ -79,7 +73,7 @@ def test_a_tool_result_made_longer_in_place_is_no_compaction(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
     messages: list[Any] = [{"role": "user", "content": "The test fails; find out why."}]
-    client = _client()
+    client = reading_client()
     _run(client, messages, 4)
     _results(messages)[0]["content"] = "row " * 800
     _run(client, messages, 2)

@@ -9,8 +9,13 @@ import anthropic
 from otel_compaction import semconv as sc
 from otel_compaction.instrument import CompactionInstrumentor
 from otel_compaction.testing import Capture
-from otel_compaction.testing.llm_api import FakeLLMAPI, Reply, ToolCall
-from tests.instrument.conftest import MODEL, anthropic_client, attrs, chat_spans
+from tests.instrument.conftest import (
+    MODEL,
+    attrs,
+    chat_spans,
+    compaction_attrs,
+    reading_client,
+)
 
 SYSTEM = "You are a debugging agent."
 TASK = {"role": "user", "content": "The integration test fails; find out why."}
@@ -38,26 +43,17 @@ class Agent:
         self.messages = [self.messages[0], {"role": "user", "content": summary}, *tail]
 
 
-def _client() -> anthropic.Anthropic:
-    reads = Reply("", tool_calls=(ToolCall("read_file", {"path": "a.py"}),))
-    return anthropic_client(FakeLLMAPI(default=reads))
-
-
-def _compactions(cap: Capture) -> list[dict[str, Any]]:
-    return [attrs(s) for s in cap.spans_named(sc.SPAN_COMPACTION)]
-
-
 def test_summary_replacing_the_head_is_an_inferred_lossy_compaction(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
     """Head replaced by a summary, tail kept: one compaction span, flagged on the next call."""
-    agent = Agent(_client())
+    agent = Agent(reading_client())
     for _ in range(5):
         agent.turn()
     agent.summarize("Summary: goal fix the test; plan read the fixture.")
     agent.turn()
     agent.turn()
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     spans = [attrs(s) for s in chat_spans(cap)]
     assert compaction[sc.COMPACTION_SOURCE] == "inferred"
     assert compaction[sc.COMPACTION_MODE] == "lossy"
@@ -79,7 +75,7 @@ def test_compaction_span_is_a_child_of_the_first_call_that_sees_it(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
     """The compaction span sits in the trace of the call that first sends the compacted context."""
-    agent = Agent(_client())
+    agent = Agent(reading_client())
     for _ in range(3):
         agent.turn()
     agent.summarize("Summary of the work.")
@@ -96,7 +92,7 @@ def test_summary_of_summary_continues_the_lineage_with_a_link(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
     """A second summary that carries the first one is generation 1, linked to its parent's span."""
-    agent = Agent(_client())
+    agent = Agent(reading_client())
     for _ in range(4):
         agent.turn()
     agent.summarize("First summary: the fixture is stale.")
@@ -118,7 +114,7 @@ def test_a_fresh_summary_that_replaced_the_first_starts_a_new_lineage(
 ) -> None:
     """The first summary sat in the region the second compaction replaced, but the second
     summary was written from the raw turns and carries none of it: generation 0."""
-    agent = Agent(_client())
+    agent = Agent(reading_client())
     for _ in range(4):
         agent.turn()
     agent.summarize("First summary: the fixture is stale.")
@@ -138,12 +134,12 @@ def test_a_long_verbatim_tail_does_not_make_a_lossy_rewrite_extractive(
 ) -> None:
     """The boundary incident shape: the early turns (their tool outputs) summarized away, the
     last nine turns kept verbatim: the evidence was lost, so it is lossy, whatever the tail."""
-    agent = Agent(_client())
+    agent = Agent(reading_client())
     for turn in range(12):
         agent.turn(output=f"fixture {turn} stale " + "data " * 80)
     agent.summarize("Summary of the early exploration.", keep=18)
     agent.turn()
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.COMPACTION_MODE] == "lossy"
     assert compaction[sc.TOKENS_RETAINED_TAIL] > 0
 
@@ -153,14 +149,14 @@ def test_a_rewrite_whose_dropped_content_survives_is_extractive(
 ) -> None:
     """The removed tool outputs are still in the new context (moved into the summary
     message verbatim): nothing was lost, so the rewrite is extractive."""
-    agent = Agent(_client())
+    agent = Agent(reading_client())
     outputs = [f"assertion {n} failed in fixture_{n}.py line {n * 7} " * 12 for n in range(6)]
     for output in outputs:
         agent.turn(output=output)
     # Everything from the first tool result on, kept word for word in one message.
     agent.summarize("Verbatim record of the earlier tool outputs:\n" + "\n".join(outputs))
     agent.turn()
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.COMPACTION_MODE] == "extractive"
 
 
@@ -168,7 +164,7 @@ def test_tool_outputs_cleared_in_place_is_a_prune(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
     """Old tool results replaced by a placeholder, everything else kept: a prune."""
-    agent = Agent(_client())
+    agent = Agent(reading_client())
     for _ in range(4):
         agent.turn()
     for message in agent.messages[2:6]:
@@ -177,7 +173,7 @@ def test_tool_outputs_cleared_in_place_is_a_prune(
             cleared = [{**block, "content": "[cleared]"} for block in message["content"]]
             agent.messages[message_index] = {"role": "user", "content": cleared}
     agent.turn()
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.COMPACTION_MODE] == "prune"
     assert compaction[sc.COMPACTION_TRIGGER] == "tool_outputs_cleared"
     assert len({attrs(s)[sc.CONVERSATION_ID] for s in chat_spans(cap)}) == 1
@@ -187,12 +183,12 @@ def test_dropping_old_messages_is_a_prune(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
     """Old turns dropped with nothing in their place: a prune (messages_dropped)."""
-    agent = Agent(_client())
+    agent = Agent(reading_client())
     for _ in range(5):
         agent.turn()
     agent.messages = [agent.messages[0], *agent.messages[-4:]]
     agent.turn()
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.COMPACTION_MODE] == "prune"
     assert compaction[sc.COMPACTION_TRIGGER] == "messages_dropped"
 
@@ -201,13 +197,13 @@ def test_summary_that_replaced_the_task_too_continues_the_conversation(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
     """A summary in place of everything but a verbatim tail (task included) keeps the thread."""
-    agent = Agent(_client())
+    agent = Agent(reading_client())
     for _ in range(5):
         agent.turn()
     agent.messages = [{"role": "user", "content": "Summary: all of it."}, *agent.messages[-3:]]
     agent.turn()
     assert len({attrs(s)[sc.CONVERSATION_ID] for s in chat_spans(cap)}) == 1
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.COMPACTION_SOURCE] == "inferred"
 
 
@@ -215,7 +211,7 @@ def test_a_fresh_run_of_the_same_task_is_a_new_conversation(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
     """Starting the same task again from scratch is no compaction of the previous run."""
-    client = _client()
+    client = reading_client()
     first = Agent(client)
     for _ in range(4):
         first.turn()
@@ -225,14 +221,14 @@ def test_a_fresh_run_of_the_same_task_is_a_new_conversation(
     spans = [attrs(s) for s in chat_spans(cap)]
     assert spans[0][sc.CONVERSATION_ID] != spans[4][sc.CONVERSATION_ID]
     assert [s[sc.TURN_INDEX] for s in spans] == [1, 2, 3, 4, 1, 2]
-    assert _compactions(cap) == []
+    assert compaction_attrs(cap) == []
 
 
 def test_interleaved_agents_compacting_stay_two_conversations(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
     """Two agents with different tasks interleave calls and each compacts: two conversations."""
-    client = _client()
+    client = reading_client()
     a = Agent(client, {"role": "user", "content": "Task A"})
     b = Agent(client, {"role": "user", "content": "Task B"})
     for i in range(8):
@@ -244,6 +240,6 @@ def test_interleaved_agents_compacting_stay_two_conversations(
     ids = [attrs(s)[sc.CONVERSATION_ID] for s in chat_spans(cap)]
     assert len(set(ids)) == 2
     assert ids[0::2] == [ids[0]] * 8
-    compactions = _compactions(cap)
+    compactions = compaction_attrs(cap)
     assert len(compactions) == 2
     assert {c[sc.CONVERSATION_ID] for c in compactions} == set(ids)

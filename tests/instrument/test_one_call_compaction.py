@@ -14,19 +14,19 @@ from otel_compaction import semconv as sc
 from otel_compaction.config import Settings
 from otel_compaction.instrument import CompactionInstrumentor, conversation
 from otel_compaction.testing import Capture
-from otel_compaction.testing.llm_api import FakeLLMAPI, Reply, ToolCall
-from tests.instrument.conftest import MODEL, anthropic_client, attrs, chat_spans
+from tests.instrument.conftest import (
+    MODEL,
+    attrs,
+    chat_spans,
+    compaction_attrs,
+    reading_client,
+)
 
 TASK = "The integration test fails in tests/test_api.py; find out why and fix it."
 WINDOW = 2_000
 FIXED = "You are a debugging agent. Tools and rules follow.\n" + "rule: be careful. " * 330
 """About three quarters of the window on its own: every request is at pressure."""
 SMALL = "You are a debugging agent."
-
-
-def _client() -> anthropic.Anthropic:
-    reads = Reply("", tool_calls=(ToolCall("read_file", {"path": "a.py"}),))
-    return anthropic_client(FakeLLMAPI(default=reads))
 
 
 def _summary(n: int) -> str:
@@ -64,10 +64,6 @@ class Agent:
         self.messages = [self.messages[0], {"role": "user", "content": _summary(n)}]
 
 
-def _compactions(cap: Capture) -> list[dict[str, Any]]:
-    return [attrs(s) for s in cap.spans_named(sc.SPAN_COMPACTION)]
-
-
 WINDOWED = pytest.mark.parametrize("settings", [Settings(model_windows={MODEL: WINDOW})])
 
 
@@ -78,7 +74,7 @@ def test_a_compaction_every_call_at_pressure_is_found_each_time(
     """Call 1 sends the task; its response is never sent back: call 2 sends the task and a
     summary (the response replaced), calls 3 and 4 swap the last summary and the model
     turn after it for a new summary. One conversation, three lossy compactions."""
-    agent = Agent(_client(), FIXED)
+    agent = Agent(reading_client(), FIXED)
     agent.call()  # the response is not kept: the agent compacts at once
     agent.compact(1)
     for n in (2, 3):
@@ -89,7 +85,7 @@ def test_a_compaction_every_call_at_pressure_is_found_each_time(
     assert spans[0][sc.PRESSURE_TOKEN_FRACTION] >= 0.65
     assert len({s[sc.CONVERSATION_ID] for s in spans}) == 1
     assert [s[sc.TURN_INDEX] for s in spans] == [1, 2, 3, 4]
-    compactions = _compactions(cap)
+    compactions = compaction_attrs(cap)
     assert [c[sc.TURN_INDEX] for c in compactions] == [2, 3, 4]
     assert {c[sc.COMPACTION_MODE] for c in compactions} == {"lossy"}
     assert {c[sc.COMPACTION_TRIGGER] for c in compactions} == {"history_rewritten"}
@@ -99,14 +95,14 @@ def test_a_compaction_every_call_at_pressure_is_found_each_time(
 def test_with_an_id_the_replaced_response_is_a_compaction_too(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
-    agent = Agent(_client(), FIXED)
+    agent = Agent(reading_client(), FIXED)
     with conversation("agent-1"):
         agent.call()
         agent.compact(1)
         agent.turn()
     spans = [attrs(s) for s in chat_spans(cap)]
     assert [s[sc.CONVERSATION_ID] for s in spans] == ["agent-1", "agent-1"]
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.TURN_INDEX] == 2
 
 
@@ -117,7 +113,7 @@ def test_below_pressure_a_swapped_last_turn_is_a_retry_not_a_compaction(
     """A small system prompt: the same swaps far from the trigger are no compaction. The
     discarded answer is a plain extension; the swapped turn after the task branches at
     the anchor, which (as before) starts a conversation of its own."""
-    agent = Agent(_client(), SMALL)
+    agent = Agent(reading_client(), SMALL)
     agent.call()
     agent.compact(1)
     agent.turn()
@@ -127,4 +123,4 @@ def test_below_pressure_a_swapped_last_turn_is_a_retry_not_a_compaction(
     assert spans[-1][sc.PRESSURE_TOKEN_FRACTION] < 0.65
     assert spans[1][sc.CONVERSATION_ID] == spans[0][sc.CONVERSATION_ID]
     assert [s[sc.TURN_INDEX] for s in spans] == [1, 2, 1]
-    assert _compactions(cap) == []
+    assert compaction_attrs(cap) == []

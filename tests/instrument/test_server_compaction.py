@@ -20,6 +20,7 @@ from tests.instrument.conftest import (
     anthropic_client,
     attrs,
     chat_spans,
+    compaction_attrs,
     openai_client,
 )
 
@@ -63,10 +64,6 @@ def _beta_agent(api: FakeLLMAPI, turns: int, stream: bool = False, **kwargs: Any
     return messages
 
 
-def _compactions(cap: Capture) -> list[dict[str, Any]]:
-    return [attrs(s) for s in cap.spans_named(sc.SPAN_COMPACTION)]
-
-
 @CONTEXT_MANAGEMENT
 @pytest.mark.parametrize("stream", [False, True])
 def test_anthropic_compaction_block_is_a_server_compaction_once(
@@ -74,7 +71,7 @@ def test_anthropic_compaction_block_is_a_server_compaction_once(
 ) -> None:
     """A compaction block (or compaction_delta) is one server compaction at the current turn."""
     _beta_agent(FakeLLMAPI(default=READ), 6, stream=stream, context_management=COMPACT_EDIT)
-    compactions = _compactions(cap)
+    compactions = compaction_attrs(cap)
     assert compactions
     first = compactions[0]
     assert first[sc.COMPACTION_SOURCE] == "anthropic"
@@ -97,7 +94,7 @@ def test_failed_compaction_block_is_marked_failed(
     api = FakeLLMAPI([Reply("ok", compaction="-", compaction_failed=True)])
     client = anthropic_client(api)
     client.beta.messages.create(model=MODEL, max_tokens=64, messages=[TASK])
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.SUMMARY_FAILED] is True
 
 
@@ -107,7 +104,7 @@ def test_context_edits_are_one_prune_until_more_is_cleared(
 ) -> None:
     """applied_edits become a prune compaction; the same clearing re-reported is not a new one."""
     _beta_agent(FakeLLMAPI(default=READ), 6, context_management=CLEAR)
-    compactions = _compactions(cap)
+    compactions = compaction_attrs(cap)
     assert compactions
     assert {c[sc.COMPACTION_MODE] for c in compactions} == {"prune"}
     assert {c[sc.COMPACTION_TRIGGER] for c in compactions} == {"clear_tool_uses_20250919"}
@@ -141,7 +138,7 @@ def test_pure_compaction_request_is_no_turn_and_the_conversation_goes_on(
     spans = [attrs(s) for s in chat_spans(cap)]
     assert [s.get(sc.TURN_INDEX) for s in spans] == [1, 2, 3, None, 4]
     assert len({s[sc.CONVERSATION_ID] for s in spans}) == 1
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.COMPACTION_TRIGGER] == "summarize"
     assert compaction[sc.TURN_INDEX] == 4
 
@@ -171,7 +168,7 @@ def test_openai_compaction_item_is_a_server_compaction(
             s.get_final_response()
     else:
         client.responses.create(model=OPENAI_MODEL, input=items, context_management=management)
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.COMPACTION_SOURCE] == "openai"
     assert compaction[sc.COMPACTION_MODE] == "server"
     assert compaction[sc.COMPACTION_TRIGGER] == "compact_threshold"
@@ -194,7 +191,7 @@ def test_responses_compact_is_a_compaction_not_a_turn(
     spans = [attrs(s) for s in chat_spans(cap)]
     assert [s.get(sc.TURN_INDEX) for s in spans] == [1, 2, 3, None, 4]
     assert len({s[sc.CONVERSATION_ID] for s in spans}) == 1
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.COMPACTION_TRIGGER] == "responses.compact"
     assert compaction[sc.TOKENS_BEFORE] > 0
     assert spans[4][sc.GEN_AI_CONVERSATION_COMPACTED] is True
@@ -210,7 +207,7 @@ def test_cache_diagnostics_context_compacted_counts_once(
     first = client.responses.create(model=OPENAI_MODEL, input="start")
     second = client.responses.create(model=OPENAI_MODEL, input="x", previous_response_id=first.id)
     client.responses.create(model=OPENAI_MODEL, input="y", previous_response_id=second.id)
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.COMPACTION_TRIGGER] == "context_compacted"
     assert compaction[sc.TURN_INDEX] == 2
 
@@ -224,7 +221,7 @@ def test_summary_text_is_captured_only_when_allowed_and_capped(
     summary = "The fixture in conftest.py is stale; the parser is fine. " * 3
     client = anthropic_client(FakeLLMAPI([Reply("ok", compaction=summary)]))
     client.beta.messages.create(model=MODEL, max_tokens=64, messages=[TASK])
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.SUMMARY_TEXT].startswith(summary[:40])
     assert "truncated" in compaction[sc.SUMMARY_TEXT]
     assert compaction[sc.CONTENT_TRUNCATED] is True

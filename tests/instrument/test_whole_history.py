@@ -13,8 +13,13 @@ from otel_compaction import semconv as sc
 from otel_compaction.config import Settings
 from otel_compaction.instrument import CompactionInstrumentor
 from otel_compaction.testing import Capture
-from otel_compaction.testing.llm_api import FakeLLMAPI, Reply, ToolCall
-from tests.instrument.conftest import MODEL, anthropic_client, attrs, chat_spans
+from tests.instrument.conftest import (
+    MODEL,
+    attrs,
+    chat_spans,
+    compaction_attrs,
+    reading_client,
+)
 
 SYSTEM = "You are a debugging agent."
 TASK = "The integration test fails in tests/test_api.py; find out why and fix it."
@@ -50,11 +55,6 @@ class Agent:
         self.messages = [{"role": "user", "content": summary}]
 
 
-def _client() -> anthropic.Anthropic:
-    reads = Reply("", tool_calls=(ToolCall("read_file", {"path": "a.py"}),))
-    return anthropic_client(FakeLLMAPI(default=reads))
-
-
 def _summary() -> str:
     """What a summarizer writes: the task restated, what the tools found."""
     return "Summary of the work so far.\nTask: " + TASK + "\nFound:\n" + "\n".join(OUTPUTS[:5])
@@ -70,10 +70,6 @@ def _loose_summary() -> str:
     )
 
 
-def _compactions(cap: Capture) -> list[dict[str, Any]]:
-    return [attrs(s) for s in cap.spans_named(sc.SPAN_COMPACTION)]
-
-
 ASSUMED_WINDOW = pytest.mark.parametrize("settings", [Settings(model_windows={MODEL: WINDOW})])
 
 
@@ -82,7 +78,7 @@ def test_a_summary_in_place_of_the_whole_history_continues_the_conversation(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
     """At pressure, a request of one unseen summary carrying the history is a compaction."""
-    agent = Agent(_client())
+    agent = Agent(reading_client())
     for _ in range(6):
         agent.turn()
     agent.replace_all(_loose_summary())
@@ -92,7 +88,7 @@ def test_a_summary_in_place_of_the_whole_history_continues_the_conversation(
     assert spans[5][sc.PRESSURE_TOKEN_FRACTION] >= 0.65  # the last call was at pressure
     assert len({s[sc.CONVERSATION_ID] for s in spans}) == 1
     assert [s[sc.TURN_INDEX] for s in spans] == [1, 2, 3, 4, 5, 6, 7, 8]
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.COMPACTION_SOURCE] == "inferred"
     assert compaction[sc.COMPACTION_MODE] == "lossy"
     assert compaction[sc.COMPACTION_TRIGGER] == "history_replaced"
@@ -107,7 +103,7 @@ def test_a_fresh_task_with_the_same_system_prompt_stays_a_conversation_of_its_ow
 ) -> None:
     """The same client, system prompt and model, right after the first agent reached
     pressure: a new task carries nothing of the first history, so two conversations."""
-    client = _client()
+    client = reading_client()
     first = Agent(client)
     for _ in range(6):
         first.turn()
@@ -118,7 +114,7 @@ def test_a_fresh_task_with_the_same_system_prompt_stays_a_conversation_of_its_ow
     assert spans[5][sc.PRESSURE_TOKEN_FRACTION] >= 0.65
     assert spans[6][sc.CONVERSATION_ID] != spans[0][sc.CONVERSATION_ID]
     assert [s[sc.TURN_INDEX] for s in spans] == [1, 2, 3, 4, 5, 6, 1, 2]
-    assert _compactions(cap) == []
+    assert compaction_attrs(cap) == []
 
 
 @ASSUMED_WINDOW
@@ -127,7 +123,7 @@ def test_a_replacement_in_another_thread_is_not_joined(
 ) -> None:
     """Adjacency is per thread (and asyncio task): the same summary sent from another
     thread has no recent conversation to continue there, so it opens its own."""
-    client = _client()
+    client = reading_client()
     agent = Agent(client)
     for _ in range(6):
         agent.turn()
@@ -139,7 +135,7 @@ def test_a_replacement_in_another_thread_is_not_joined(
     spans = [attrs(s) for s in chat_spans(cap)]
     assert spans[6][sc.CONVERSATION_ID] != spans[0][sc.CONVERSATION_ID]
     assert spans[6][sc.TURN_INDEX] == 1
-    assert _compactions(cap) == []
+    assert compaction_attrs(cap) == []
 
 
 def test_below_pressure_a_summary_carrying_half_the_history_is_a_new_conversation(
@@ -147,14 +143,14 @@ def test_below_pressure_a_summary_carrying_half_the_history_is_a_new_conversatio
 ) -> None:
     """Under the default 200k window the history is far from pressure: a summary that
     carries half of it (enough at pressure) is a new conversation."""
-    agent = Agent(_client())
+    agent = Agent(reading_client())
     for _ in range(6):
         agent.turn()
     agent.replace_all(_loose_summary())
     agent.turn()
     spans = [attrs(s) for s in chat_spans(cap)]
     assert spans[6][sc.CONVERSATION_ID] != spans[0][sc.CONVERSATION_ID]
-    assert _compactions(cap) == []
+    assert compaction_attrs(cap) == []
 
 
 def test_below_pressure_a_shorter_summary_carrying_most_of_the_history_joins(
@@ -162,14 +158,14 @@ def test_below_pressure_a_shorter_summary_carrying_most_of_the_history_joins(
 ) -> None:
     """One that restates most of the history and is shorter is a compaction on the
     agent's own schedule."""
-    agent = Agent(_client())
+    agent = Agent(reading_client())
     for _ in range(6):
         agent.turn()
     agent.replace_all(_summary())
     agent.turn()
     spans = [attrs(s) for s in chat_spans(cap)]
     assert spans[6][sc.CONVERSATION_ID] == spans[0][sc.CONVERSATION_ID]
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.COMPACTION_TRIGGER] == "history_replaced"
 
 
@@ -180,12 +176,12 @@ def test_with_an_id_a_whole_replacement_that_shrinks_is_a_compaction(
     text in place of everything, shorter) tells the compaction."""
     from otel_compaction import conversation
 
-    agent = Agent(_client())
+    agent = Agent(reading_client())
     with conversation("ticket-42"):
         for _ in range(4):
             agent.turn()
         agent.replace_all("Summary: the fixture leaks a port.")
         agent.turn()
-    (compaction,) = _compactions(cap)
+    (compaction,) = compaction_attrs(cap)
     assert compaction[sc.CONVERSATION_ID] == "ticket-42"
     assert compaction[sc.COMPACTION_TRIGGER] == "history_replaced"
