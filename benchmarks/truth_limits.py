@@ -23,9 +23,8 @@ ONE_CALL = (
 )
 CARRIED_SUMMARY = (
     "earlier summaries are left out of the evidence a rewrite drops (the carried summary is "
-    "lineage), and 96% of the modes agree (`benchmarks/run detection-truth --classes "
-    "livelock_run --runs 10 --no-doc`, seed 1); the few left, extractive where the harness "
-    "says lossy, are not investigated yet."
+    "lineage); the few modes left, extractive where the harness says lossy, are not "
+    "investigated yet."
 )
 TWINS = (
     "the twins' first calls are identical in request and reply, so nothing tells them apart: "
