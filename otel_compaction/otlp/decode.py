@@ -21,6 +21,7 @@ import binascii
 import enum
 import json
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -191,7 +192,7 @@ def parse_json(signal: Signal, data: bytes) -> Message:
     if not isinstance(document, dict):
         raise DecodeError(400, "OTLP/JSON body must be a JSON object")
     try:
-        _hex_ids_to_base64(document)
+        _rewrite_ids(document, _hex_to_base64)
         message = signal.spec.request()
         json_format.ParseDict(document, message, ignore_unknown_fields=True)
     except DecodeError:
@@ -201,15 +202,15 @@ def parse_json(signal: Signal, data: bytes) -> Message:
     return message
 
 
-def _hex_ids_to_base64(node: Any) -> None:
-    """Rewrite hex ids in place to the base64 protobuf's JSON mapping expects."""
+def _rewrite_ids(node: Any, convert: Callable[[str, str], str]) -> None:
+    """Replace, in place, every id value of the document with ``convert(key, value)``."""
     stack = [node]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             for key, value in item.items():
                 if key in _ID_KEYS and isinstance(value, str):
-                    item[key] = _hex_to_base64(key, value)
+                    item[key] = convert(key, value)
                 elif isinstance(value, dict | list):
                     stack.append(value)
         elif isinstance(item, list):
@@ -236,25 +237,16 @@ def encode_json(message: Message) -> dict[str, Any]:
     ``"SPAN_KIND_CLIENT"``); some consumers reject the names.
     """
     document: dict[str, Any] = json_format.MessageToDict(message, use_integers_for_enums=True)
-    _base64_ids_to_hex(document)
+    _rewrite_ids(document, _base64_to_hex)
     return document
 
 
-def _base64_ids_to_hex(node: Any) -> None:
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            for key, value in item.items():
-                if key in _ID_KEYS and isinstance(value, str):
-                    try:
-                        item[key] = base64.b64decode(value).hex()
-                    except binascii.Error:
-                        continue
-                elif isinstance(value, dict | list):
-                    stack.append(value)
-        elif isinstance(item, list):
-            stack.extend(v for v in item if isinstance(v, dict | list))
+def _base64_to_hex(key: str, value: str) -> str:
+    """An id as OTLP/JSON writes it (hex); a value that is not base64 stays as it is."""
+    try:
+        return base64.b64decode(value).hex()
+    except binascii.Error:
+        return value
 
 
 def encode_response(signal: Signal, kind: str, rejected: int = 0, message: str = "") -> bytes:
