@@ -129,7 +129,9 @@ class Agent:
         output = self.text.output(fact, size)
         result = self.wire.tool_result(call_id, output)
         self.turns.append(Turn([*answer.items, result], self.calls, fact, output, result))
-        self.run.calls.append(CallRecord(self.name, self.calls, estimate_tokens(output)))
+        self.run.calls.append(
+            CallRecord(self.name, self.calls, estimate_tokens(output), answer.input_tokens)
+        )
 
     @contextlib.contextmanager
     def _scope(self) -> Iterator[None]:

@@ -26,8 +26,9 @@ def finalize(run: Run) -> None:
         for truth in truths:
             if truth.turn <= len(agent.plan.steps):
                 truth.boundary = agent.plan.boundary(truth.turn)
-        content = {c.turn: c.content_tokens for c in run.calls if c.agent == agent.name}
-        expect(truths, content)
+        calls = [c for c in run.calls if c.agent == agent.name]
+        content = {c.turn: c.content_tokens for c in calls}
+        expect(truths, content, {c.turn: c.context_tokens for c in calls})
 
 
 @dataclass(frozen=True, slots=True)

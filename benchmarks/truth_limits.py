@@ -38,24 +38,20 @@ CLEARING = (
     "call adds is hidden in that margin."
 )
 FOLLOWS_FOUND = "follows found: a compaction that is not found has no outcome to score."
-BOUNDARY_TRUTH = (
-    "the harness marks a boundary where the scripted phase changes; the engine vetoes only "
-    "while a phase held with confidence (0.9 inferred, 0.8 reported, within 3 turns) is giving "
-    "way and never while the phase is unknown (docs/signals.md): a change after a phase that "
-    "never reached the hold, or in the first three tool turns, is no veto by design; truth and "
-    "rule to reconcile."
-)
 INEFFECTIVE_TRUTH = (
-    "the harness counts a compaction ineffective only when the next call is at or above the "
-    "trigger; the engine also when it reclaimed fewer than two turns of the context's growth "
-    "(docs/detectors.md#ineffective_compaction): the false positives are those; truth to align."
+    "the engine estimates the size before a client-side rewrite (the last call's context plus "
+    "the new messages' estimate) and the turns a compaction bought (the room below the "
+    "trigger in turns of the cycle's growth); the harness counts both: investigate the seed."
+)
+UNSEEN_AT_40 = (
+    "seen first in the run of 150 runs a class (not in the 40 runs before it); one or two "
+    "compactions in 150 runs, not investigated yet: replay the seed with --show."
 )
 NOT_FOUND = "the compactions are mostly not found (see found)."
 
 KNOWN_LIMITS: dict[tuple[str, str], str] = {
     ("*", "size_after"): FOLLOWS_FOUND,
     ("*", "summary_schema_coverage"): FOLLOWS_FOUND,
-    ("*", "boundary_compaction"): BOUNDARY_TRUTH,
     ("*", "ineffective_compaction"): INEFFECTIVE_TRUTH,
     ("*", "determinism"): (
         "spans differ between processes of different PYTHONHASHSEED: a hash or set order "
@@ -85,6 +81,16 @@ KNOWN_LIMITS: dict[tuple[str, str], str] = {
     ("identical_replies", "mode"): TWINS,
     ("identical_replies", "generation"): TWINS,
     ("identical_replies", "conversation"): TWINS,
+    ("identical_replies", "ineffective_compaction"): TWINS,
+    ("tail_rewrite", "boundary_compaction"): UNSEEN_AT_40,
+    ("tail_rewrite", "short_run_compaction"): UNSEEN_AT_40,
+    ("livelock_run", "boundary_compaction"): UNSEEN_AT_40,
+    ("whole_history", "boundary_compaction"): UNSEEN_AT_40,
+    ("interleaved_ids", "short_run_compaction"): UNSEEN_AT_40,
+    ("interleaved_no_ids", "boundary_compaction"): UNSEEN_AT_40,
+    ("short_run", "generation"): UNSEEN_AT_40,
+    ("identical_replies", "boundary_compaction"): TWINS,
+    ("identical_replies", "reexpansion_livelock"): TWINS,
 }
 
 UNEXPLAINED = "(no known limit recorded: investigate)"

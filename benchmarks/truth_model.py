@@ -59,11 +59,13 @@ class CompactionTruth:
 
 @dataclass(frozen=True, slots=True)
 class CallRecord:
-    """One call of a run: the agent that made it, its call number, its new tool content."""
+    """One call of a run: the agent that made it, its call number, its new tool content,
+    and the server's count of its request."""
 
     agent: str
     turn: int
     content_tokens: int
+    context_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)

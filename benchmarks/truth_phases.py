@@ -28,6 +28,10 @@ TOOLS = {
     "patch": ("edit_file", "apply_patch"),
     "verify": ("run_tests",),
 }
+READ_ONLY = frozenset({"explore"})
+"""Phases whose tools only read: reading is evidence for hypothesize as well, so an inferred
+belief in them tops out near 0.83, under the inferred hold of 0.9, and leaving them is no
+veto by design (docs/signals.md, known limits); with inferred phases they have no truth."""
 HELD_BLOCK = 4
 """Calls a block needs before its phase counts as held with confidence."""
 EVIDENCE_MINIMUM = 3
@@ -126,8 +130,9 @@ class PhasePlan:
         block of at least ``HELD_BLOCK`` calls: True; held: False; settle, or a straddle
         after a shorter block: None, no truth). Inferred phases: the evidence up to call
         ``turn - 1``: fewer than ``EVIDENCE_MINIMUM`` calls: False (unknown is no
-        boundary); the first call of a block after a held block: True; a block held for
-        ``HELD_BLOCK`` calls or more: False; otherwise None.
+        boundary); the first call of a block after a held block: True, unless the held
+        block only read (``READ_ONLY``: None); a block held for ``HELD_BLOCK`` calls or
+        more: False; otherwise None.
         """
         if self.reported:
             step = self.steps[turn - 1]
@@ -138,5 +143,7 @@ class PhasePlan:
         if step.kind == "held" and (self.reported or step.index >= HELD_BLOCK):
             return False
         if step.index == 0 and step.previous is not None:
+            if not self.reported and step.previous in READ_ONLY:
+                return None  # reads alone never reach the inferred hold (docs/signals.md)
             return True if step.previous_length >= HELD_BLOCK else None
         return None

@@ -36,14 +36,23 @@ THRASHING_TURNS = 3
 THRASHING_COUNT = 3
 CADENCE_INTERVALS = 4
 NO_PROGRESS_RUN = 2
-"""Ineffective compactions in a row that make a no-progress livelock (issue 18, item 1)."""
+"""Ineffective compactions in a row that make a no-progress livelock (issue 18, item 1);
+also the calls a compaction must buy."""
+MIN_RECLAIMED = 0.05
+"""The share of the context a compaction on a schedule must reclaim."""
+RECLAIMED_MARGIN = 0.01
+"""Within this of ``MIN_RECLAIMED`` (or within ``MARGIN`` of the window in tokens) a
+scheduled compaction's share has no truth."""
 
 
-def expect(truths: Sequence[CompactionTruth], content: dict[int, int]) -> None:
-    """Fill ``expected`` of one agent's compactions (in order); ``content`` by call number."""
+def expect(
+    truths: Sequence[CompactionTruth], content: dict[int, int], contexts: dict[int, int]
+) -> None:
+    """Fill ``expected`` of one agent's compactions (in order); ``content`` (new tool
+    content) and ``contexts`` (the server's count of the request) by call number."""
     summaries: list[CompactionTruth] = []
-    for truth in truths:
-        truth.expected[INEFFECTIVE] = ineffective(truth)
+    for index, truth in enumerate(truths):
+        truth.expected[INEFFECTIVE] = ineffective(truth, truths[index + 1 :], contexts)
         truth.expected[BOUNDARY] = boundary(truth)
         truth.expected[SCHEMA] = schema_gap(truth)
         truth.expected[LOST_TASK] = truth.failed
@@ -56,21 +65,51 @@ def expect(truths: Sequence[CompactionTruth], content: dict[int, int]) -> None:
         truth.expected[LIVELOCK] = livelock(summaries, content)
 
 
-def ineffective(t: CompactionTruth) -> bool | None:
-    """The first call that sees the compacted context is still at or above the trigger."""
-    if t.after_tokens is None or t.failed:
-        return None
+def ineffective(
+    t: CompactionTruth, later: Sequence[CompactionTruth], contexts: dict[int, int]
+) -> bool | None:
+    """The compaction bought fewer than two calls, counted: the first call that sees the
+    compacted context is at or above the trigger, or the next compaction comes one call
+    later, or (none follows) the second call reaches the trigger. A compaction on a
+    schedule (below the trigger) is judged by its share: under 5% of the context.
+
+    ``contexts`` are the server's counts of this agent's requests by call number; the
+    agent compacts when its next request would reach the trigger."""
+    if t.after_tokens is None or t.failed or t.mode == "prune":
+        return False if t.mode == "prune" else None
+    following = next((u for u in later if u.mode != "prune"), None)
+    calls = following.turn - t.turn if following is not None else None
+    if calls is not None and calls < NO_PROGRESS_RUN:
+        return True
     margin = MARGIN * t.window
+    if not t.pressure:
+        # The size before a client-side rewrite is an estimate: a margin in tokens too.
+        share = (t.before_tokens - t.after_tokens) / t.before_tokens
+        short = MIN_RECLAIMED * t.before_tokens - (t.before_tokens - t.after_tokens)
+        if abs(share - MIN_RECLAIMED) < RECLAIMED_MARGIN or abs(short) < margin:
+            return None
+        return share < MIN_RECLAIMED
     if t.after_tokens >= t.trigger_tokens + margin:
         return True
-    if t.after_tokens < t.trigger_tokens - margin:
-        return False
-    return None
+    if t.after_tokens >= t.trigger_tokens - margin:
+        return None
+    second = contexts.get(t.turn + 1)
+    if calls is None:
+        if second is None:
+            return None  # the run ended at once: nothing counts the calls it bought
+        if second >= t.trigger_tokens + margin:
+            return True  # the agent would have compacted again at once; the run stopped
+    if second is not None and second >= t.trigger_tokens - margin:
+        return None  # two calls, the second close to the trigger: an estimate may say one
+    return False
 
 
 def boundary(t: CompactionTruth) -> bool | None:
-    """A summarizing compaction (lossy or server) at pressure, straddling after a held phase."""
-    if t.mode not in ("lossy", "server") or t.failed:
+    """A summarizing compaction (lossy or server) at pressure, straddling after a held phase.
+
+    A failed one counts too: the generator's failed summaries still replace the context
+    (the provider's ``content: null``), so the evidence is gone all the same."""
+    if t.mode not in ("lossy", "server"):
         return False
     fraction = t.before_tokens / t.window
     if fraction < PRESSURE - MARGIN:
@@ -107,12 +146,13 @@ def livelock(summaries: Sequence[CompactionTruth], content: dict[int, int]) -> b
     thrashing = len(intervals) >= THRASHING_COUNT and all(
         i <= THRASHING_TURNS for i in intervals[-THRASHING_COUNT:]
     )
-    run = summaries[-NO_PROGRESS_RUN:]
-    no_progress = len(run) == NO_PROGRESS_RUN and all(t.expected[INEFFECTIVE] for t in run)
+    run = [t.expected[INEFFECTIVE] for t in summaries[-NO_PROGRESS_RUN:]]
+    no_progress = len(run) == NO_PROGRESS_RUN and all(run)
+    unsure = len(run) == NO_PROGRESS_RUN and False not in run and None in run
     cadence = _cadence(turns, intervals, content)
     if thrashing or no_progress or cadence:
         return True
-    return None if cadence is None else False
+    return None if cadence is None or unsure else False
 
 
 def _cadence(turns: list[int], intervals: list[int], content: dict[int, int]) -> bool | None:

@@ -163,7 +163,8 @@ def execute(
 
 def observe(cap: Capture, run: Run) -> Observed:
     """The calls' conversations and the compactions, with their findings, from the spans."""
-    calls = [s for s in cap.spans if s.name != sc.SPAN_COMPACTION and _attr(s, sc.TURN_INDEX)]
+    not_calls = (sc.SPAN_COMPACTION, sc.SPAN_FINDING)  # a hindsight finding has a turn too
+    calls = [s for s in cap.spans if s.name not in not_calls and _attr(s, sc.TURN_INDEX)]
     errors = []
     if len(calls) != len(run.calls):
         errors.append(f"{len(calls)} inference spans for {len(run.calls)} calls")

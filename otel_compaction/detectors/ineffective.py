@@ -8,15 +8,15 @@ compacted context (the record's ``tokens_after``, once settled), never a
 figure the source reports about itself.
 
 With ``before`` the compaction's ``tokens_before``, ``after`` that first call's
-context, ``reclaimed = before - after``, ``window`` the context window,
-``trigger`` the conversation's trigger (:func:`trigger_fraction`) and ``g`` the
-context's growth per turn in the cycle the compaction closed, a summarizing
-compaction is **ineffective** when
+context, ``window`` the context window, ``T`` the conversation's trigger in tokens
+(:func:`trigger_fraction`; it may be unknown) and ``g`` the context's growth per turn in
+the cycle the compaction closed, a summarizing compaction is **ineffective** when
 
-- ``after / window >= trigger`` (the next turn compacts again), or
-- ``reclaimed < ineffective_min_turns * g`` (2 by default: it bought fewer than
-  two turns of the conversation's own growth), or, when ``g`` is unknown,
-- ``reclaimed / before < ineffective_min_reclaimed`` (0.05 by default);
+- ``after >= T`` (the next turn compacts again), or
+- ``T - after < (ineffective_min_turns - 1) * g`` (2 by default: the room it left below
+  the trigger fills in less than one more turn, so it bought fewer than two calls), or
+- when ``g`` or the trigger is unknown, ``(before - after) / before <
+  ineffective_min_reclaimed`` (0.05 by default);
 
 and, judged once more when the next compaction comes (``refilled``, hindsight), when
 the agent compacted again after fewer than ``ineffective_min_turns`` calls on its
@@ -25,9 +25,17 @@ context: the turns it bought are then counted, not estimated.
 The trigger is where the agent compacts. An agent that says a compaction fired on
 its own (``trigger = "auto"``: Claude Code's transcripts and log events, failed
 attempts too) was at or above its threshold then, so the smallest such size is an
-upper bound of the trigger, and it is the trigger here. Otherwise the trigger is the
-median ``tokens_before / window`` of the summarizing compactions (the median resists
-one manual compaction fired early).
+upper bound of the trigger, and it is the trigger here. Otherwise an agent with a
+fixed trigger compacts at about one size each time: on the first call at or above it,
+so within a turn's growth of it. When at least half of the summarizing compactions lie
+within one and a half turns of their cycle's growth (``_TRIGGER_TURNS``; 15% when the
+growth is unknown) of their median ``tokens_before / window``, that median is the
+trigger (the median resists one manual compaction fired early). A single compaction is
+taken to be at the trigger only when it came at pressure (``pressure_threshold``). Else
+the agent compacts on a schedule or by hand, the trigger is unknown, and only the
+reclaimed share and the counted turns judge a compaction: a scheduled compaction of a
+small context that reclaimed a fair share is not ineffective, however few turns of
+growth that share is.
 
 The livelock incident's run (fires at 85%, each compaction reclaims ~14k tokens, nine turns
 of its growth at first) is not ineffective: its trouble is the cadence, which
@@ -69,6 +77,12 @@ _CLOSE = 0.5
 """The fixed part is too close to the trigger when it is at least this share of it: the
 history a compaction can shrink is then at most the other half, and the summary it
 writes and the turns it keeps take their share of that."""
+_TRIGGER_TURNS = 1.5
+"""Turns of growth within which the sizes before a fixed trigger's compactions lie: one
+turn of overshoot, and half a turn for a turn's growth that varies."""
+_TRIGGER_BAND = 0.15
+"""Share of their median within which the sizes before a fixed trigger's compactions lie,
+when the growth per turn is unknown."""
 AUTOMATIC_TRIGGER = "auto"
 """``compaction.trigger`` of a compaction the agent fired on its own, at its threshold."""
 
@@ -78,10 +92,11 @@ def summarizing(run: Sequence[CompactionRecord]) -> tuple[CompactionRecord, ...]
     return tuple(r for r in run if r.mode is not CompactionMode.PRUNE and not r.failed)
 
 
-def trigger_fraction(run: Sequence[CompactionRecord], settings: Settings) -> float:
-    """The conversation's trigger (see the module docstring): the smallest
-    ``tokens_before / window`` of the compactions the agent fired on its own, else the
-    median of its summarizing compactions', else the pressure threshold."""
+def trigger_fraction(run: Sequence[CompactionRecord], settings: Settings) -> float | None:
+    """The conversation's trigger as a share of the window (see the module docstring):
+    the smallest ``tokens_before / window`` of the compactions the agent fired on its own,
+    else the median of its summarizing compactions' when at least half lie within
+    ``_tolerance`` of it (one compaction: when at pressure); None when unknown."""
     automatic = [
         r.token_fraction
         for r in run
@@ -91,8 +106,25 @@ def trigger_fraction(run: Sequence[CompactionRecord], settings: Settings) -> flo
     ]
     if automatic:
         return min(automatic)
-    fractions = [r.token_fraction for r in summarizing(run) if r.token_fraction is not None]
-    return statistics.median(fractions) if fractions else settings.pressure_threshold
+    at = [r for r in summarizing(run) if r.token_fraction is not None]
+    if not at:
+        return None
+    median = statistics.median(r.token_fraction or 0.0 for r in at)
+    if len(at) == 1:
+        return median if median >= settings.pressure_threshold else None
+    near = sum(1 for r in at if abs((r.token_fraction or 0.0) - median) <= _tolerance(r, median))
+    return median if 2 * near >= len(at) else None
+
+
+def _tolerance(record: CompactionRecord, median: float) -> float:
+    """How far from the median a compaction at a fixed trigger may fire, as a share of the
+    window: ``_TRIGGER_TURNS`` turns of its cycle's growth (it fires on the first call at
+    or above the trigger, so it overshoots by at most the last turn), else ``_TRIGGER_BAND``
+    of the median."""
+    growth, window = record.growth_per_turn, record.window
+    if growth is not None and growth > 0 and window:
+        return _TRIGGER_TURNS * growth / window
+    return _TRIGGER_BAND * median
 
 
 def reclaimed_share(record: CompactionRecord) -> float | None:
@@ -103,19 +135,29 @@ def reclaimed_share(record: CompactionRecord) -> float | None:
     return (before - after) / before
 
 
-def is_ineffective(record: CompactionRecord, trigger: float, settings: Settings) -> bool:
+def is_ineffective(record: CompactionRecord, trigger: float | None, settings: Settings) -> bool:
     """Whether ``record`` (settled, summarizing) bought nothing (see the module docstring)."""
     before, after, window = record.tokens_before, record.tokens_after, record.window
     if before is None or before <= 0 or after is None or not window:
         return False
     if record.failed or record.mode is CompactionMode.PRUNE:
         return False
-    if after / window >= trigger:
-        return True
-    growth = record.growth_per_turn
-    if growth is not None and growth > 0:
-        return before - after < settings.ineffective_min_turns * growth
+    if trigger is not None:
+        if after / window >= trigger:
+            return True
+        room = headroom_turns(record, trigger)
+        if room is not None:
+            return room < settings.ineffective_min_turns - 1
     return (before - after) / before < settings.ineffective_min_reclaimed
+
+
+def headroom_turns(record: CompactionRecord, trigger: float) -> float | None:
+    """The turns of the cycle's growth that fit between the context after ``record`` and
+    the trigger; None when the growth or a size is unknown."""
+    after, window, growth = record.tokens_after, record.window, record.growth_per_turn
+    if after is None or not window or growth is None or growth <= 0:
+        return None
+    return (trigger * window - after) / growth
 
 
 def refilled(record: CompactionRecord, following: CompactionRecord, settings: Settings) -> int:
@@ -131,7 +173,7 @@ def refilled(record: CompactionRecord, following: CompactionRecord, settings: Se
 
 
 def bought_nothing(
-    run: Sequence[CompactionRecord], index: int, trigger: float, settings: Settings
+    run: Sequence[CompactionRecord], index: int, trigger: float | None, settings: Settings
 ) -> bool:
     """Whether ``run[index]`` was ineffective: by its size after, or counted by the next
     compaction of the run (``refilled``)."""
@@ -154,20 +196,23 @@ def ineffective_compaction(ctx: DetectionContext) -> Finding | None:
         what = f"reclaimed {reclaimed:,} tokens ({reclaimed / before:.1%}: {before:,} -> {after:,})"
     else:
         what = f"reclaimed nothing ({before:,} tokens before, {after:,} at the next call)"
-    growth = record.growth_per_turn
-    if after / window >= trigger:
+    room = headroom_turns(record, trigger) if trigger is not None else None
+    if trigger is not None and after / window >= trigger:
         why = (
             f", yet the next call is still at or above the trigger ({after:,} tokens against "
             f"{round(trigger * window):,}, {share_text(after / window)} and "
             f"{share_text(trigger)} of the window)"
         )
+    elif trigger is not None and room is not None and room < s.ineffective_min_turns - 1:
+        growth = record.growth_per_turn or 0.0
+        why = (
+            f", leaving {round(trigger * window) - after:,} tokens below the trigger "
+            f"({round(trigger * window):,}), less than the {growth:,.0f} tokens a turn adds: "
+            f"about {1 + room:.1f} turns, fewer than the {s.ineffective_min_turns:g} turns a "
+            f"compaction must buy"
+        )
     elif reclaimed <= 0:
         why = ""
-    elif growth is not None and growth > 0:
-        why = (
-            f", about {reclaimed / growth:.1f} turns of the {growth:,.0f} tokens a turn adds: "
-            f"fewer than the {s.ineffective_min_turns:g} turns a compaction must buy"
-        )
     else:
         why = f", less than {s.ineffective_min_reclaimed:.0%} of the context"
     reason = f"compaction at turn {record.turn_index} {what}{why}; {diagnosis(ctx)}"
@@ -210,7 +255,8 @@ def diagnosis(ctx: DetectionContext) -> str:
             f"the system prompt and tool definitions alone are {fixed:,} tokens "
             f"({fixed / window:.2f} of the window): {REMEDY}"
         )
-    trigger_tokens = round(trigger_fraction(ctx.run, ctx.settings) * window)
+    trigger = trigger_fraction(ctx.run, ctx.settings)
+    trigger_tokens = round(trigger * window) if trigger is not None else 0
     if fixed is not None and trigger_tokens > 0 and fixed >= _CLOSE * trigger_tokens:
         return _too_close(record, fixed, trigger_tokens)
     if floor is not None and window and floor >= _EXPLAINS * after:

@@ -111,13 +111,17 @@ def no_progress(ctx: DetectionContext) -> Finding | None:
         return None
     afters = [r.tokens_after or 0 for r in run]
     window = record.window or 0
-    at = f" at {round(trigger * window):,} tokens" if window else ""
+    if trigger is None:
+        where = "the trigger is not known: the agent compacts at no one size"
+    else:
+        at = f"at {round(trigger * window):,} tokens, " if window else ""
+        where = f"the trigger is {at}{share_text(trigger)} of the window"
     reason = (
         f"compaction is not recovering headroom: {s.no_progress_count} compactions in a "
-        f"row left the next call at {format_numbers(afters, '{:,}')} tokens (the trigger is"
-        f"{at}, {share_text(trigger)} of the window), each at the trigger or short of "
-        f"{s.ineffective_min_turns:g} turns before the next compaction, so the agent compacts "
-        f"again at once; {diagnosis(ctx)}"
+        f"row left the next call at {format_numbers(afters, '{:,}')} tokens ({where}), each "
+        f"at the trigger, short of {s.ineffective_min_turns:g} turns before the next "
+        f"compaction or reclaiming less than {s.ineffective_min_reclaimed:.0%}, so the agent "
+        f"compacts again at once; {diagnosis(ctx)}"
     )
     return ctx.finding(FindingKind.REEXPANSION_LIVELOCK, "no_progress", reason)
 
@@ -176,7 +180,9 @@ def remedy(ctx: DetectionContext, *, cadence: bool = False) -> str:
     )
 
 
-def _bought_nothing(run: tuple[CompactionRecord, ...], trigger: float, s: Settings) -> list[bool]:
+def _bought_nothing(
+    run: tuple[CompactionRecord, ...], trigger: float | None, s: Settings
+) -> list[bool]:
     """For each summarizing compaction of ``run``, in order: whether it bought nothing."""
     return [
         bought_nothing(run, i, trigger, s)
@@ -196,10 +202,10 @@ def _per_turn(record: CompactionRecord) -> float | None:
     return cycle.new_content_per_turn
 
 
-def _headroom(history: tuple[CompactionRecord, ...], trigger: float) -> int | None:
+def _headroom(history: tuple[CompactionRecord, ...], trigger: float | None) -> int | None:
     """Tokens between the context after the previous compaction and the trigger."""
     previous = summarizing(history)[-1:] if history else ()
-    if not previous:
+    if not previous or trigger is None:
         return None
     last = previous[0]
     if last.tokens_after is None or not last.window:

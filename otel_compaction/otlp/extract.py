@@ -102,47 +102,6 @@ class Item:
         return (self.time_ns, int(self.kind), 0)
 
 
-_SPAN_KEYS = frozenset(
-    {
-        sc.CONVERSATION_ID,
-        sc.GEN_AI_CONVERSATION_ID,
-        sc.GEN_AI_OPERATION_NAME,
-        sc.GEN_AI_PROVIDER_NAME,
-        sc.GEN_AI_REQUEST_MODEL,
-        sc.GEN_AI_RESPONSE_MODEL,
-        sc.GEN_AI_USAGE_INPUT_TOKENS,
-        sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
-        sc.TURN_INDEX,
-        sc.CONTEXT_TOKENS,
-        sc.CONTEXT_WINDOW,
-        sc.CONTEXT_NEW_CONTENT_TOKENS,
-        sc.TOOL_CALLS,
-        sc.TOOL_CATEGORIES,
-        sc.TOOL_OUTPUT_TOKENS,
-        sc.PHASE_NAME,
-        sc.PHASE_CONFIDENCE,
-        sc.PHASE_SOURCE,
-        sc.PHASE_NAMES,
-        sc.PHASE_DISTRIBUTION,
-        sc.COMPACTION_ID,
-        sc.COMPACTION_SOURCE,
-        sc.COMPACTION_MODE,
-        sc.COMPACTION_TRIGGER,
-        sc.TOKENS_BEFORE,
-        sc.TOKENS_AFTER,
-        sc.TOKENS_AFTER_REPORTED,
-        sc.TOKENS_SUMMARY,
-        sc.TOKENS_RETAINED_TAIL,
-        sc.LINEAGE_PARENT_ID,
-        sc.LINEAGE_GENERATION,
-        sc.LINEAGE_ASSUMED,
-        sc.SUMMARY_FAILED,
-        sc.SUMMARY_ERROR,
-        sc.SUMMARY_TEXT,
-        sc.CONTEXT_FIXED_TOKENS,
-        *FLAG_KEYS,
-    }
-)
 _PHASE_KEYS = (
     sc.PHASE_NAME,
     sc.PHASE_SOURCE,
@@ -173,6 +132,24 @@ _COMPACTION_KEYS = (
     sc.CONTEXT_FIXED_TOKENS,
     *_PHASE_KEYS,
 )
+_SPAN_KEYS = frozenset(
+    {
+        *_COMPACTION_KEYS,
+        sc.GEN_AI_OPERATION_NAME,
+        sc.GEN_AI_REQUEST_MODEL,
+        sc.GEN_AI_RESPONSE_MODEL,
+        sc.GEN_AI_USAGE_INPUT_TOKENS,
+        sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+        sc.CONTEXT_TOKENS,
+        sc.CONTEXT_WINDOW,
+        sc.CONTEXT_NEW_CONTENT_TOKENS,
+        sc.TOOL_CALLS,
+        sc.TOOL_CATEGORIES,
+        sc.TOOL_OUTPUT_TOKENS,
+        *FLAG_KEYS,
+    }
+)
+"""Every attribute a span's engine inputs read: a compaction's, a turn's, the flags."""
 ENGINE_INPUT_KEYS = (sc.CONTEXT_TOKENS, sc.GEN_AI_USAGE_INPUT_TOKENS, sc.COMPACTION_SOURCE)
 """A span is an engine input only if it has one of these or is named ``compaction``; the
 Collector configurations of tap mode filter the rest out before they reach the processor."""

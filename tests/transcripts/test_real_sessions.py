@@ -34,11 +34,14 @@ CANNOT_HELP = "compaction cannot help: shrink the tool set or the system prompt"
 
 # file -> (compaction turns, {(kind, rule): turns}), every kind but schema coverage.
 JUDGED: dict[Path, tuple[list[int], dict[tuple[FindingKind, str], list[int]]]] = {
-    # Four compactions in four turns at a 168k first request; the fourth reclaims 76%.
+    # Four compactions in four turns at a 168k first request; the fourth reclaims 76%. The
+    # first left 1.3 turns of room below the only trigger known then (its own size before),
+    # so it is judged when the second comes one call later (refilled).
     CAL / "idaho-05541cb5-6x.jsonl": (
         [2, 3, 4, 5, 96, 226],
         {
-            (INEFFECTIVE, "reclaimed"): [2, 3, 4],
+            (INEFFECTIVE, "refilled"): [2],
+            (INEFFECTIVE, "reclaimed"): [3, 4],
             (LIVELOCK, "no_progress"): [3, 4],
             (LIVELOCK, "thrashing"): [5],
         },
@@ -74,11 +77,10 @@ JUDGED: dict[Path, tuple[list[int], dict[tuple[FindingKind, str], list[int]]]] =
     MORE / "deder-sub-a73abe3-1x-truncated.jsonl": ([904], {}),
     MORE / "doudou-codex-3be8c644-1x.jsonl": ([28], {}),
     MORE / "doudou-codex-6f92e988-2x-truncated.jsonl": ([47, 94], {}),
-    # Codex compacting at 23k of 258k at turn 6: a short run with room left.
-    MORE / "doudou-codex-cb394ff5-1x.jsonl": (
-        [6],
-        {(INEFFECTIVE, "reclaimed"): [6], (SHORT, "short_run"): [6]},
-    ),
+    # Codex compacting at 23k of 258k at turn 6: a short run with room left. Not
+    # ineffective: it reclaimed 15% and, at 9% of the window, shows no trigger to be
+    # measured against in turns; the run never compacted again.
+    MORE / "doudou-codex-cb394ff5-1x.jsonl": ([6], {(SHORT, "short_run"): [6]}),
     MORE / "omega-796f117a-1x.jsonl": ([70], {}),
 }
 

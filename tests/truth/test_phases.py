@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from truth_phases import HELD_BLOCK, PhasePlan
+from truth_phases import HELD_BLOCK, READ_ONLY, PhasePlan
 
 
 def _plan(reported: bool, calls: int, force_at: int) -> PhasePlan:
@@ -29,11 +29,18 @@ def test_a_reported_straddle_after_a_held_block_is_a_boundary() -> None:
 
 
 def test_an_inferred_boundary_is_the_first_call_of_a_new_phase() -> None:
-    """Inferred: the last call before the compaction is the first of a new block."""
-    plan = _plan(reported=False, calls=8, force_at=HELD_BLOCK + 2)
-    assert plan.boundary(HELD_BLOCK + 3) is True
-    assert plan.boundary(HELD_BLOCK + 2) is False  # the old phase was held
-    assert plan.boundary(HELD_BLOCK + 4) is None
+    """Inferred: the last call before the compaction is the first of a new block; leaving a
+    block that only read (explore) has no truth, since reads never reach the hold."""
+    first, second = HELD_BLOCK + 2, 2 * HELD_BLOCK + 3
+    plan = PhasePlan(random.Random(3), False)
+    for call in range(1, second + 3):
+        plan.next(force=call in (first, second))
+    assert plan.steps[first - 2].phase in READ_ONLY
+    assert plan.boundary(first + 1) is None  # left an exploration
+    assert plan.steps[second - 2].phase not in READ_ONLY
+    assert plan.boundary(second + 1) is True
+    assert plan.boundary(second) is False  # the old phase was held
+    assert plan.boundary(second + 2) is None
 
 
 def test_too_little_evidence_is_no_boundary() -> None:

@@ -37,7 +37,7 @@ def _truth(turn: int, **fields: object) -> CompactionTruth:
 
 def _run(turns: list[int], content: int = 100) -> list[CompactionTruth]:
     truths = [_truth(t) for t in turns]
-    expect(truths, dict.fromkeys(range(1, max(turns) + 1), content))
+    expect(truths, dict.fromkeys(range(1, max(turns) + 1), content), {})
     return truths
 
 
@@ -65,22 +65,49 @@ def test_three_compactions_within_three_turns_are_thrashing() -> None:
 def test_two_ineffective_compactions_in_a_row_are_a_no_progress_livelock() -> None:
     """The second of two compactions that leave the next call above the trigger (issue 18)."""
     truths = [_truth(5, after_tokens=9_000), _truth(9, after_tokens=9_000)]
-    expect(truths, {})
+    expect(truths, {}, {})
     assert [t.expected[INEFFECTIVE] for t in truths] == [True, True]
     assert [t.expected[LIVELOCK] for t in truths] == [False, True]
 
 
 def test_a_size_within_the_margin_of_the_trigger_has_no_truth() -> None:
     """After within 3% of the window of the trigger: neither effective nor ineffective."""
-    assert ineffective(_truth(5, after_tokens=8_100)) is None
-    assert ineffective(_truth(5, after_tokens=8_400)) is True
-    assert ineffective(_truth(5, after_tokens=7_600)) is False
+    assert ineffective(_truth(5, after_tokens=8_100), [], {6: 8_300}) is None
+    assert ineffective(_truth(5, after_tokens=8_400), [], {6: 8_600}) is True
+    assert ineffective(_truth(5, after_tokens=7_600), [], {6: 7_650}) is False
+
+
+def test_the_calls_a_compaction_bought_are_counted() -> None:
+    """The next compaction one call later: ineffective; two calls later: not, unless the
+    second call came within the margin of the trigger (an estimate may say one call)."""
+    assert ineffective(_truth(5), [_truth(6)], {}) is True
+    assert ineffective(_truth(5), [_truth(7)], {6: 5_000}) is False
+    assert ineffective(_truth(5), [_truth(7)], {6: 7_900}) is None
+
+
+def test_the_last_compaction_is_judged_by_its_second_call() -> None:
+    """No compaction follows: the second call at the trigger would have compacted again."""
+    assert ineffective(_truth(5, after_tokens=7_000), [], {6: 8_500}) is True
+    assert ineffective(_truth(5, after_tokens=7_000), [], {6: 7_300}) is False
+    assert ineffective(_truth(5, after_tokens=7_000), [], {}) is None
+
+
+def test_a_scheduled_compaction_is_judged_by_its_share() -> None:
+    """Below the trigger, on a schedule: ineffective only when it reclaimed under 5%."""
+    scheduled = {"pressure": False, "trigger_tokens": 9_000, "before_tokens": 9_000}
+    assert ineffective(_truth(5, after_tokens=8_950, **scheduled), [], {}) is True
+    assert ineffective(_truth(5, after_tokens=8_000, **scheduled), [], {}) is False
+    # within 3% of the window, in tokens, of 5% reclaimed: two estimates could disagree
+    assert ineffective(_truth(5, after_tokens=8_600, **scheduled), [], {}) is None
+    assert ineffective(_truth(5, after_tokens=8_950, window=100_000, **scheduled), [], {}) is None
+    assert ineffective(_truth(5, mode="prune", **scheduled), [], {}) is False
 
 
 def test_boundary_truth_needs_a_summarizing_mode_and_pressure() -> None:
     """Only a lossy or server compaction at pressure takes the phase truth."""
     assert boundary(_truth(5, boundary=True)) is True
     assert boundary(_truth(5, boundary=True, mode="server")) is True
+    assert boundary(_truth(5, boundary=True, mode="server", failed=True)) is True
     assert boundary(_truth(5, boundary=True, mode="extractive")) is False
     assert boundary(_truth(5, boundary=True, mode="prune")) is False
     assert boundary(_truth(5, boundary=True, before_tokens=3_000)) is False
@@ -90,12 +117,12 @@ def test_boundary_truth_needs_a_summarizing_mode_and_pressure() -> None:
 def test_a_short_run_is_a_first_summary_before_turn_20_without_pressure() -> None:
     """Turn 12 at 30% of the window is a short run; at pressure, or at turn 20, it is not."""
     early = _truth(12, before_tokens=3_000, pressure=False)
-    expect([early], {})
+    expect([early], {}, {})
     assert early.expected[SHORT_RUN] is True
     pressed = _truth(12)
-    expect([pressed], {})
+    expect([pressed], {}, {})
     assert pressed.expected[SHORT_RUN] is False
     late = _truth(20, before_tokens=3_000, pressure=False)
-    expect([late], {})
+    expect([late], {}, {})
     assert late.expected[SHORT_RUN] is False
     assert early.expected[BOUNDARY] is False
