@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import overhead_instructions
 import overhead_stages
 import pytest
 
@@ -122,3 +123,31 @@ def test_the_ab_refuses_a_side_that_is_neither_a_checkout_nor_a_configuration(
     done = _python("overhead_ab.py", f"{tmp_path},official", "--rounds", "1")
     assert done.returncode == 2
     assert "neither a checkout with otel_compaction/ nor one of" in done.stderr
+
+
+def test_the_instruction_count_splits_off_the_garbage_collector() -> None:
+    """callgrind_annotate lines: the collector's functions are counted apart, totals skipped."""
+    annotated = """\
+9,000 (100.0%)  PROGRAM TOTALS
+5,000 (55.56%)  Python/ceval.c:_PyEval_EvalFrameDefault [/lib/libpython3.11.so]
+3,000 (33.33%)  Modules/gcmodule.c:gc_collect_main [/lib/libpython3.11.so]
+  600 ( 6.67%)  Objects/dictobject.c:dict_traverse [/lib/libpython3.11.so]
+  400 ( 4.44%)  Objects/unicodeobject.c:unicode_hash
+"""
+    assert overhead_instructions.split_counts(annotated) == (5_400, 3_600)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind (install-system-deps)")
+def test_the_instruction_count_sees_ours_above_the_sdk_alone(tmp_path: Path) -> None:
+    """Counted under callgrind, a call instrumented by ours does more work than the bare SDK's,
+    and the worker imported this checkout's package."""
+    done = _python(
+        "overhead_instructions.py", f"plain,{ROOT}", "--warmup", "2", "--calls", "3",
+        "--json", str(tmp_path / "counts.json"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = json.loads((tmp_path / "counts.json").read_text())["rows"]
+    plain, ours = (row["instructions"] for row in rows)
+    assert ours > plain > 0
+    assert f"{ROOT} - plain: +" in done.stdout
