@@ -117,9 +117,10 @@ class _History:
     model: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Placement:
-    """Where a request belongs and what it brings.
+    """Where a request belongs and what it brings (not to be changed once built; not
+    frozen, since one is built on every LLM call and a frozen one costs twice as much).
 
     Args:
         conversation_id: the conversation (given or inferred).

@@ -13,19 +13,26 @@ fields, and per process only, which is all conversation inference needs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 _TOOL_RESULT_TYPES = frozenset({"tool_result", "function_call_output", "tool"})
 _SUMMARY_TYPES = frozenset({"compaction"})
 _USER_ROLES = frozenset({"user", "tool", "function", "function_call_output", "tool_result"})
 _MAX_DEPTH = 12
+_SCALARS = (bool, int, float)
+_SEQUENCES = (list, tuple)
+"""Type tuples for isinstance: a ``list | tuple`` union would be built anew on every call."""
+_ONLY_STR = frozenset({str})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class MessageFacts:
     """What conversation and compaction inference need to know of one message.
+
+    Never changed once built (not frozen: two are built on every LLM call, and a frozen
+    dataclass costs nearly three times as much to build).
 
     Args:
         role: ``user``, ``assistant``, ``system``, ``tool``... or the item type.
@@ -35,7 +42,7 @@ class MessageFacts:
         tool_results: characters of each tool result in the message.
         summary: the text of a compaction block or item in the message (an
             OpenAI item's opaque id or encrypted content stands in for it).
-        key: structural fingerprint of the message (role and content).
+        message: the message itself, for :attr:`key`.
     """
 
     role: str
@@ -43,7 +50,23 @@ class MessageFacts:
     content_chars: int
     tool_results: tuple[int, ...] = ()
     summary: str | None = None
-    key: int = 0
+    message: Any = field(default=None, compare=False, repr=False)
+    _key: int | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def key(self) -> int:
+        """Structural fingerprint of the message (role and content): ``fingerprint(message)``.
+
+        Computed when first asked for, not when the message is described: a call that
+        continues its history never needs the keys of its new messages (only a rewrite, a
+        branch or a lookup by tail does), and fingerprinting is most of what describing
+        costs. A message changed in place before its key is asked for gets the key of
+        what it holds then.
+        """
+        key = self._key
+        if key is None:
+            key = self._key = fingerprint(self.message)[0]
+        return key
 
     @property
     def is_assistant(self) -> bool:
@@ -66,41 +89,144 @@ def plain(value: Any) -> Any:
 
 
 def fingerprint(value: Any, depth: int = 0) -> tuple[int, int]:
-    """``(hash, characters)`` of a JSON-like value, pydantic models included.
+    """``(hash, characters)`` of a JSON-like value, pydantic models included."""
+    kind = type(value)
+    if kind is str:
+        return hash(value), len(value)
+    if depth <= _MAX_DEPTH:
+        # Exact built-in containers skip the generic dispatch below (same result, per call
+        # on the two new messages of every request).
+        if kind is dict:
+            return _mapping(value, depth)
+        if kind is list or kind is tuple:
+            return _sequence(value, depth)
+    return _fingerprint_any(value, depth)
 
-    Mappings are order-independent (the frozenset of ``(key, digest)`` of the non-None
-    items)."""
+
+def _fingerprint_any(value: Any, depth: int) -> tuple[int, int]:
     if isinstance(value, str):
         return hash(value), len(value)
-    if value is None or isinstance(value, bool | int | float):
+    if value is None or isinstance(value, _SCALARS):
         return hash(value), 0
     if depth > _MAX_DEPTH:
         return hash(repr(value)), 0
     value = plain(value)
     if isinstance(value, str):
         return hash(value), len(value)
-    chars = 0
     if isinstance(value, Mapping):
-        items = []
-        for key, item in value.items():
-            if item is not None:
-                digest, size = fingerprint(item, depth + 1)
-                items.append((key, digest))
-                chars += size
-        return hash(frozenset(items)), chars
-    if isinstance(value, list | tuple):
-        digests = []
-        for item in value:
-            digest, size = fingerprint(item, depth + 1)
-            digests.append(digest)
-            chars += size
-        return hash(tuple(digests)), chars
+        return _mapping(value, depth)
+    if isinstance(value, _SEQUENCES):
+        return _sequence(value, depth)
     return hash(repr(value)), 0
 
 
-def size_of(value: Any) -> int:
-    """The characters of text in a JSON-like value: ``fingerprint(value)[1]``."""
-    return fingerprint(value)[1]
+def _mapping(value: Mapping[Any, Any], depth: int) -> tuple[int, int]:
+    """Order-independent: the frozenset of ``(key, digest)`` of the non-None items (a
+    string item is its own digest, so a block of strings is ``frozenset(block.items())``)."""
+    if set(map(type, value.values())) == _ONLY_STR:
+        return hash(frozenset(value.items())), sum(map(len, value.values()))  # all in C
+    items: list[tuple[Any, str | int]] = []
+    chars = 0
+    depth += 1
+    for key, item in value.items():
+        if item is None:
+            continue
+        if type(item) is str:
+            items.append((key, item))  # the string itself: its hash is cached on it
+            chars += len(item)
+            continue
+        digest, size = _item(item, depth)
+        items.append((key, digest))
+        chars += size
+    return hash(frozenset(items)), chars
+
+
+def _sequence(value: Sequence[Any], depth: int) -> tuple[int, int]:
+    digests = []
+    chars = 0
+    depth += 1
+    for item in value:
+        if type(item) is str:
+            digests.append(hash(item))
+            chars += len(item)
+            continue
+        digest, size = _item(item, depth)
+        digests.append(digest)
+        chars += size
+    return hash(tuple(digests)), chars
+
+
+def _item(item: Any, depth: int) -> tuple[int, int]:
+    """:func:`fingerprint` of a member (not a str) at ``depth``, common kinds first."""
+    kind = type(item)
+    if depth <= _MAX_DEPTH:
+        if kind is dict:
+            return _mapping(item, depth)
+        if kind is list:
+            return _sequence(item, depth)
+    if kind is int or kind is float or kind is bool:
+        return hash(item), 0
+    return fingerprint(item, depth)
+
+
+def size_of(value: Any, depth: int = 0) -> int:
+    """``fingerprint(value)[1]``, the characters of text in a JSON-like value, without the
+    hashing (the same walk: the same members counted at the same depths)."""
+    kind = type(value)
+    if kind is str:
+        return len(value)
+    if depth <= _MAX_DEPTH:
+        if kind is dict:
+            return _mapping_size(value, depth)
+        if kind is list or kind is tuple:
+            return _sequence_size(value, depth)
+    if isinstance(value, str):
+        return len(value)
+    if value is None or isinstance(value, _SCALARS) or depth > _MAX_DEPTH:
+        return 0
+    value = plain(value)
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, Mapping):
+        return _mapping_size(value, depth)
+    if isinstance(value, _SEQUENCES):
+        return _sequence_size(value, depth)
+    return 0
+
+
+def _mapping_size(value: Mapping[Any, Any], depth: int) -> int:
+    values = value.values()
+    if set(map(type, values)) == _ONLY_STR:
+        return sum(map(len, values))
+    chars = 0
+    depth += 1
+    for item in values:
+        if type(item) is str:
+            chars += len(item)
+        elif item is not None:
+            chars += _item_size(item, depth)
+    return chars
+
+
+def _sequence_size(value: Sequence[Any], depth: int) -> int:
+    chars = 0
+    depth += 1
+    for item in value:
+        chars += len(item) if type(item) is str else _item_size(item, depth)
+    return chars
+
+
+def _item_size(item: Any, depth: int) -> int:
+    """:func:`size_of` of a member (not a str) at ``depth``, as :func:`_item` walks it."""
+    kind = type(item)
+    if depth <= _MAX_DEPTH:
+        if kind is dict:
+            return _mapping_size(item, depth)
+        if kind is list:
+            return _sequence_size(item, depth)
+    if kind is int or kind is float or kind is bool:
+        return 0
+    return size_of(item, depth)
 
 
 def text_of(value: Any, depth: int = 0) -> str:
@@ -117,7 +243,7 @@ def text_of(value: Any, depth: int = 0) -> str:
             if name in value
         ]
         return "\n".join(p for p in parts if p)
-    if isinstance(value, list | tuple):
+    if isinstance(value, _SEQUENCES):
         return "\n".join(t for t in (text_of(v, depth + 1) for v in value) if t)
     return ""
 
@@ -129,7 +255,7 @@ def _role(message: Mapping[str, Any]) -> str:
 
 def _parts(message: Mapping[str, Any]) -> list[Any]:
     content = message.get("content")
-    if isinstance(content, list | tuple):
+    if isinstance(content, _SEQUENCES):
         return [plain(part) for part in content]
     return []
 
@@ -145,10 +271,81 @@ def _summary_of(part: Mapping[str, Any]) -> str | None:
 
 def describe(message: Any) -> MessageFacts:
     """The facts of one message, block list or Responses item."""
-    key, chars = fingerprint(message)
+    if type(message) is dict:
+        content = message.get("content")
+        if type(content) is list:
+            facts = _describe_blocks(message, content)
+            if facts is not None:
+                return facts
+    return _describe_any(message)
+
+
+def _describe_blocks(message: dict[str, Any], content: list[Any]) -> MessageFacts | None:
+    """:func:`_describe_any` of a plain message whose content is a list of blocks (dicts or
+    SDK models), in one walk (the common shape, two of them new on every call); None for
+    any other shape.
+
+    The sizes are the ones :func:`size_of` and :func:`_describe_any` give: the same members
+    counted at the same depths.
+    """
+    chars = 0
+    tool_results: list[int] = []
+    summary: str | None = None
+    for part in content:
+        if type(part) is not dict:
+            # An SDK block (the response's own content appended as it is, as the
+            # providers' examples do): read through model_dump, as the general reader
+            # would read it.
+            part = plain(part)
+            if type(part) is not dict:
+                return None
+        values = part.values()
+        if set(map(type, values)) == _ONLY_STR:
+            # A block of strings (text, a tool result's text): its size in C.
+            chars += sum(map(len, values))
+            kind = part.get("type")
+            if kind in _TOOL_RESULT_TYPES:
+                tool_results.append(len(part.get("content") or part.get("output") or ""))
+            elif kind in _SUMMARY_TYPES:
+                summary = _summary_of(part) or summary
+            continue
+        size = content_size = output_size = 0
+        for name, item in part.items():
+            if item is None:
+                continue
+            # message 0, content list 1, block 2, its items 3
+            n = len(item) if type(item) is str else _item_size(item, 3)
+            size += n
+            if name == "content":
+                content_size = n
+            elif name == "output":
+                output_size = n
+        chars += size
+        kind = part.get("type")
+        if kind in _TOOL_RESULT_TYPES:
+            tool_results.append(content_size if part.get("content") else output_size)
+        elif kind in _SUMMARY_TYPES:
+            summary = _summary_of(part) or summary
+    for name, item in message.items():
+        if item is None or name == "content":
+            continue
+        chars += len(item) if type(item) is str else _item_size(item, 1)
+    role = _role(message)
+    if role in _TOOL_RESULT_TYPES:
+        tool_results.insert(0, chars)
+    if role in _SUMMARY_TYPES:
+        summary = summary or _summary_of(message)
+    content_chars = chars if role in _USER_ROLES else 0
+    return MessageFacts(role, chars, content_chars, tuple(tool_results), summary, message)
+
+
+def _describe_any(message: Any) -> MessageFacts:
+    """The facts of any message, item or model object (the general reader)."""
+    chars = size_of(message)
+    described = message
     message = plain(message)
     if not isinstance(message, Mapping):
-        return MessageFacts("unknown", chars, chars, key=key)
+        return MessageFacts("unknown", chars, chars, message=described)
     role = _role(message)
     tool_results: list[int] = []
     summary: str | None = None
@@ -157,7 +354,7 @@ def describe(message: Any) -> MessageFacts:
     if role in _SUMMARY_TYPES:
         summary = _summary_of(message)
     for part in _parts(message):
-        if not isinstance(part, Mapping):
+        if type(part) is not dict and not isinstance(part, Mapping):
             continue
         kind = part.get("type")
         if kind in _TOOL_RESULT_TYPES:
@@ -165,4 +362,4 @@ def describe(message: Any) -> MessageFacts:
         elif kind in _SUMMARY_TYPES:
             summary = _summary_of(part) or summary
     content_chars = chars if role in _USER_ROLES else 0
-    return MessageFacts(role, chars, content_chars, tuple(tool_results), summary, key)
+    return MessageFacts(role, chars, content_chars, tuple(tool_results), summary, described)

@@ -58,7 +58,7 @@ class ConversationRef:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PendingCompaction:
     """An explicit compaction waiting for its conversation (and maybe its open span)."""
 

@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import pytest
+
+from otel_compaction.inference import messages
 from otel_compaction.inference.history import HistoryTracker
 from otel_compaction.inference.messages import describe
 from otel_compaction.semconv import CompactionMode
+
+
+@contextmanager
+def _fingerprinted(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[int, Any]]:
+    """The values :func:`fingerprint` is asked for (a message's key is its fingerprint)
+    while the block runs, by id (held, so no id is reused)."""
+    seen: dict[int, Any] = {}
+    real = messages.fingerprint
+
+    def counted(value: Any, depth: int = 0) -> tuple[int, int]:
+        seen[id(value)] = value
+        return real(value, depth)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(messages, "fingerprint", counted)
+        yield seen
 
 
 def _grow(history: list[Any], i: int) -> None:
@@ -191,18 +212,20 @@ def test_a_tuple_history_extends_like_a_list() -> None:
     assert second.rewrite is None
 
 
-def test_the_tail_index_follows_the_last_messages() -> None:
+def test_the_tail_index_follows_the_last_messages(monkeypatch: pytest.MonkeyPatch) -> None:
     """After extensions, exactly the last TAIL_KEYS keys point at the conversation once the
-    index is read."""
+    index is read; the continuing calls themselves computed no key of their new messages."""
     from otel_compaction.inference.history import TAIL_KEYS
 
     tracker = HistoryTracker()
     history: list[Any] = [{"role": "user", "content": "task"}]
     tracker.place(None, "system", history)
-    for i in range(10):
-        _grow(history, i)
-        placement = tracker.place(None, "system", history)
-        assert len(placement.new_facts) == 2
+    with _fingerprinted(monkeypatch) as keyed:
+        for i in range(10):
+            _grow(history, i)
+            placement = tracker.place(None, "system", history)
+            assert len(placement.new_facts) == 2
+    assert not any(id(m) in keyed for m in history[1:])
     cid = placement.conversation_id
     # A request of another system prompt carrying one message is found by the tail alone.
     found = [tracker.find("another agent", [message]) for message in history]

@@ -1,14 +1,16 @@
-"""Message facts: sizes count the text, keys are the fingerprint, equal messages have equal
-facts whatever their key order or block objects."""
+"""Message facts: the one-walk reader of block messages agrees with the general reader, and
+sizes and keys agree with the fingerprint."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
+import pytest
+from hypothesis import example, given
 from hypothesis import strategies as st
 
-from otel_compaction.inference.messages import describe, fingerprint, size_of
+from otel_compaction.inference import messages
+from otel_compaction.inference.messages import _describe_any, describe, fingerprint, size_of
 
 _text = st.text(max_size=40)
 _json = st.recursive(
@@ -36,60 +38,59 @@ _message = st.fixed_dictionaries(
 )
 
 
-def _text_chars(value: Any) -> int:
-    """Characters of the strings among a JSON value's values (not its keys)."""
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, dict):
-        return sum(_text_chars(v) for v in value.values())
-    if isinstance(value, list):
-        return sum(_text_chars(v) for v in value)
-    return 0
+@given(_message)
+@example({"role": "compaction", "id": "X", "content": [{"type": "compaction", "content": "Y"}]})
+def test_block_messages_read_as_the_general_reader_reads_them(message: dict[str, Any]) -> None:
+    """Key, role, sizes, tool results and summary are the same by either path."""
+    assert describe(message) == _describe_any(message)
 
 
-def _reversed(value: Any) -> Any:
-    """``value`` with every mapping's keys in the reverse order."""
-    if isinstance(value, dict):
-        return {k: _reversed(value[k]) for k in reversed(value)}
-    if isinstance(value, list):
-        return [_reversed(v) for v in value]
+def _nested(depth: int) -> Any:
+    value: Any = "leaf text"
+    for level in range(depth):
+        value = {"k": value, "n": level, "s": "x" * level} if level % 2 else [value, "y"]
     return value
 
 
 @given(_json)
-def test_size_counts_the_text_of_the_values(value: Any) -> None:
-    """``size_of`` (the fingerprint's count) is the characters of the string values."""
-    assert size_of(value) == fingerprint(value)[1] == _text_chars(value)
-
-
-def test_the_walk_stops_at_its_depth() -> None:
-    """A value nested deeper than the walk goes is counted down to that depth only."""
-    value: Any = "x" * 1000
-    for _ in range(20):
-        value = [value]
-    assert size_of(value) == 0
+@example(_nested(20))  # deeper than the walk goes: both stop at the same depth
+def test_size_of_counts_what_the_fingerprint_counts(value: Any) -> None:
+    """``size_of`` is the fingerprint's character count, by its own hash-free walk."""
+    assert size_of(value) == fingerprint(value)[1]
+    assert (
+        size_of({"role": "user", "content": [value]})
+        == fingerprint({"role": "user", "content": [value]})[1]
+    )
 
 
 @given(_message)
-def test_facts_are_blind_to_key_order(message: dict[str, Any]) -> None:
-    """A message's key is its fingerprint; the same message with its keys in another order
-    has the same facts and key."""
-    facts = describe(message)
-    assert facts.key == fingerprint(message)[0]
-    assert facts.chars == _text_chars(message)
-    again = describe(_reversed(message))
+def test_the_key_is_the_fingerprint_of_the_message(message: dict[str, Any]) -> None:
+    """A message's key, computed when first asked for, is its fingerprint; two equal
+    messages have equal keys and the facts compare equal whether keys were computed or not."""
+    asked: list[Any] = []
+
+    def counted(value: Any, depth: int = 0) -> tuple[int, int]:
+        asked.append(value)
+        return fingerprint(value, depth)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(messages, "fingerprint", counted)
+        facts = describe(message)
+        assert not any(value is message for value in asked)  # describing computes no key
+        assert facts.key == fingerprint(message)[0]
+        assert any(value is message for value in asked)
+    again = describe({**message})
     assert again == facts
     assert again.key == facts.key
 
 
-def test_other_shapes_are_described() -> None:
+def test_other_shapes_take_the_general_reader() -> None:
     """Text content, non-dict blocks and non-dict messages are still described."""
-    text = describe({"role": "user", "content": "hello"})
-    assert (text.role, text.chars, text.content_chars) == ("user", 9, 9)
-    mixed = describe({"role": "user", "content": ["plain string", {"type": "text", "text": "x"}]})
-    assert (mixed.chars, mixed.tool_results) == (4 + 12 + 4 + 1, ())
-    bare = describe("a bare string")
-    assert (bare.role, bare.chars) == ("unknown", len("a bare string"))
+    text = {"role": "user", "content": "hello"}
+    assert describe(text) == _describe_any(text)
+    mixed = {"role": "user", "content": ["plain string", {"type": "text", "text": "x"}]}
+    assert describe(mixed) == _describe_any(mixed)
+    assert describe("a bare string").chars == len("a bare string")
 
 
 def test_tool_result_sizes_and_summaries() -> None:
@@ -107,6 +108,7 @@ def test_tool_result_sizes_and_summaries() -> None:
     facts = describe(message)
     assert facts.tool_results == (10, 4)
     assert facts.summary == "second"
+    assert facts == _describe_any(message)
 
 
 def test_sdk_blocks_read_as_their_dicts() -> None:
@@ -120,5 +122,5 @@ def test_sdk_blocks_read_as_their_dicts() -> None:
     ]
     message = {"role": "assistant", "content": blocks}
     dumped = {"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in blocks]}
-    assert describe(message) == describe(dumped)
+    assert describe(message) == _describe_any(message) == describe(dumped)
     assert describe(message).key == describe(dumped).key
