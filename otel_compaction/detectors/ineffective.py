@@ -135,20 +135,31 @@ def reclaimed_share(record: CompactionRecord) -> float | None:
     return (before - after) / before
 
 
-def is_ineffective(record: CompactionRecord, trigger: float | None, settings: Settings) -> bool:
-    """Whether ``record`` (settled, summarizing) bought nothing (see the module docstring)."""
+AT_TRIGGER, NO_ROOM, SMALL_SHARE = "at_trigger", "no_room", "small_share"
+"""Which criterion of the module docstring found a compaction ineffective."""
+
+
+def criterion(record: CompactionRecord, trigger: float | None, settings: Settings) -> str | None:
+    """Which criterion finds ``record`` (settled, summarizing) ineffective, if one does
+    (see the module docstring): ``AT_TRIGGER``, ``NO_ROOM`` or ``SMALL_SHARE``."""
     before, after, window = record.tokens_before, record.tokens_after, record.window
     if before is None or before <= 0 or after is None or not window:
-        return False
+        return None
     if record.failed or record.mode is CompactionMode.PRUNE:
-        return False
+        return None
     if trigger is not None:
         if after / window >= trigger:
-            return True
+            return AT_TRIGGER
         room = headroom_turns(record, trigger)
         if room is not None:
-            return room < settings.ineffective_min_turns - 1
-    return (before - after) / before < settings.ineffective_min_reclaimed
+            return NO_ROOM if room < settings.ineffective_min_turns - 1 else None
+    small = (before - after) / before < settings.ineffective_min_reclaimed
+    return SMALL_SHARE if small else None
+
+
+def is_ineffective(record: CompactionRecord, trigger: float | None, settings: Settings) -> bool:
+    """Whether ``record`` (settled, summarizing) bought nothing (see the module docstring)."""
+    return criterion(record, trigger, settings) is not None
 
 
 def headroom_turns(record: CompactionRecord, trigger: float) -> float | None:
@@ -188,28 +199,28 @@ def ineffective_compaction(ctx: DetectionContext) -> Finding | None:
     """Flag a summarizing compaction that bought (almost) no turns."""
     record, s = ctx.record, ctx.settings
     trigger = trigger_fraction(ctx.run, s)
+    found = criterion(record, trigger, s)
     before, after, window = record.tokens_before, record.tokens_after, record.window
-    if before is None or after is None or not window or not is_ineffective(record, trigger, s):
+    if found is None or before is None or after is None or not window:
         return None
     reclaimed = before - after
     if reclaimed > 0:
         what = f"reclaimed {reclaimed:,} tokens ({reclaimed / before:.1%}: {before:,} -> {after:,})"
     else:
         what = f"reclaimed nothing ({before:,} tokens before, {after:,} at the next call)"
-    room = headroom_turns(record, trigger) if trigger is not None else None
-    if trigger is not None and after / window >= trigger:
+    if found == AT_TRIGGER and trigger is not None:
         why = (
             f", yet the next call is still at or above the trigger ({after:,} tokens against "
             f"{round(trigger * window):,}, {share_text(after / window)} and "
             f"{share_text(trigger)} of the window)"
         )
-    elif trigger is not None and room is not None and room < s.ineffective_min_turns - 1:
-        growth = record.growth_per_turn or 0.0
+    elif found == NO_ROOM and trigger is not None:
+        room = headroom_turns(record, trigger) or 0.0
         why = (
             f", leaving {round(trigger * window) - after:,} tokens below the trigger "
-            f"({round(trigger * window):,}), less than the {growth:,.0f} tokens a turn adds: "
-            f"about {1 + room:.1f} turns, fewer than the {s.ineffective_min_turns:g} turns a "
-            f"compaction must buy"
+            f"({round(trigger * window):,}): room for {room:.1f} more turns of the "
+            f"{record.growth_per_turn or 0:,.0f} tokens a turn adds, so it buys fewer than "
+            f"the {s.ineffective_min_turns:g} turns a compaction must buy"
         )
     elif reclaimed <= 0:
         why = ""

@@ -112,16 +112,22 @@ def no_progress(ctx: DetectionContext) -> Finding | None:
     afters = [r.tokens_after or 0 for r in run]
     window = record.window or 0
     if trigger is None:
-        where = "the trigger is not known: the agent compacts at no one size"
+        where = "no one trigger: the agent compacts at different sizes"
+        each = (
+            f"each reclaiming less than {s.ineffective_min_reclaimed:.0%} or followed by the "
+            f"next compaction within {s.ineffective_min_turns:g} turns"
+        )
     else:
-        at = f"at {round(trigger * window):,} tokens, " if window else ""
-        where = f"the trigger is {at}{share_text(trigger)} of the window"
+        at = f" at {round(trigger * window):,} tokens" if window else ""
+        where = f"the trigger is{at}, {share_text(trigger)} of the window"
+        each = (
+            f"each at the trigger or short of {s.ineffective_min_turns:g} turns before the "
+            f"next compaction"
+        )
     reason = (
         f"compaction is not recovering headroom: {s.no_progress_count} compactions in a "
-        f"row left the next call at {format_numbers(afters, '{:,}')} tokens ({where}), each "
-        f"at the trigger, short of {s.ineffective_min_turns:g} turns before the next "
-        f"compaction or reclaiming less than {s.ineffective_min_reclaimed:.0%}, so the agent "
-        f"compacts again at once; {diagnosis(ctx)}"
+        f"row left the next call at {format_numbers(afters, '{:,}')} tokens ({where}), "
+        f"{each}, so the agent compacts again at once; {diagnosis(ctx)}"
     )
     return ctx.finding(FindingKind.REEXPANSION_LIVELOCK, "no_progress", reason)
 
