@@ -21,11 +21,6 @@ ONE_CALL = (
     "at pressure (docs/instrumentation.md#compactions, one call after the last); the misses "
     "left are the whole-history replacements below."
 )
-CARRIED_SUMMARY = (
-    "earlier summaries are left out of the evidence a rewrite drops (the carried summary is "
-    "lineage); the few modes left, extractive where the harness says lossy, are not "
-    "investigated yet."
-)
 TWINS = (
     "the twins' first calls are identical in request and reply, so nothing tells them apart: "
     "they may be swapped between the two conversations, and a later rewrite can go to the "
@@ -43,11 +38,15 @@ INEFFECTIVE_TRUTH = (
     "the new messages' estimate) and the turns a compaction bought (the room below the "
     "trigger in turns of the cycle's growth); the harness counts both: investigate the seed."
 )
-UNSEEN_AT_40 = (
-    "seen first in the run of 150 runs a class (not in the 40 runs before it); one or two "
-    "compactions in 150 runs, not investigated yet: replay the seed with --show."
-)
 NOT_FOUND = "the compactions are mostly not found (see found)."
+TEMPLATE = (
+    "a summary written in a fixed template (Claude Code's nine headings) shares its headings "
+    "and the restated task with every other summary of the conversation: an earlier one with "
+    "three findings is 58% template, above the 0.5 carry-over, so a fresh summary reads as "
+    "carrying it (docs/detectors.md#lineage). Over 40 runs a class a fresh summary shares "
+    "0.24 to 0.42 of the earlier one, a carried one all of it; the generator carries "
+    "verbatim where a model paraphrases, so the gap gives no ground for a higher threshold."
+)
 
 KNOWN_LIMITS: dict[tuple[str, str], str] = {
     ("*", "size_after"): FOLLOWS_FOUND,
@@ -64,7 +63,6 @@ KNOWN_LIMITS: dict[tuple[str, str], str] = {
         "fewer compactions ineffective (see ineffective)."
     ),
     # classes whose misses have a cause of their own
-    ("livelock_run", "mode"): CARRIED_SUMMARY,
     ("fixed_prefix", "found"): f"{ONE_CALL} With one summary in place of all: {WHOLE_ONE_CALL}",
     ("fixed_prefix", "mode"): f"{NOT_FOUND} {WHOLE_ONE_CALL}",
     ("fixed_prefix", "generation"): NOT_FOUND,
@@ -82,13 +80,7 @@ KNOWN_LIMITS: dict[tuple[str, str], str] = {
     ("identical_replies", "generation"): TWINS,
     ("identical_replies", "conversation"): TWINS,
     ("identical_replies", "ineffective_compaction"): TWINS,
-    ("tail_rewrite", "boundary_compaction"): UNSEEN_AT_40,
-    ("tail_rewrite", "short_run_compaction"): UNSEEN_AT_40,
-    ("livelock_run", "boundary_compaction"): UNSEEN_AT_40,
-    ("whole_history", "boundary_compaction"): UNSEEN_AT_40,
-    ("interleaved_ids", "short_run_compaction"): UNSEEN_AT_40,
-    ("interleaved_no_ids", "boundary_compaction"): UNSEEN_AT_40,
-    ("short_run", "generation"): UNSEEN_AT_40,
+    ("short_run", "generation"): TEMPLATE,
     ("identical_replies", "boundary_compaction"): TWINS,
     ("identical_replies", "reexpansion_livelock"): TWINS,
 }

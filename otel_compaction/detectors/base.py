@@ -15,9 +15,29 @@ from typing import Protocol
 
 from otel_compaction.config import Settings
 from otel_compaction.model import CompactionRecord, Finding, PhaseEstimate, Pressure
-from otel_compaction.semconv import FindingKind
+from otel_compaction.semconv import CompactionSource, FindingKind
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class FiredAt:
+    """The token fraction a compaction fired at, and the measured one when estimated."""
+
+    fraction: float
+    measured: float | None = None
+    """The last call's fraction when ``fraction`` adds a turn summarized unsent; None when
+    ``fraction`` is measured."""
+
+    def text(self) -> str:
+        """'token fraction 0.72' or 'token fraction about 0.72 (0.63 at the last call, plus
+        a turn's growth summarized unsent)'."""
+        if self.measured is None:
+            return f"token fraction {self.fraction:.2f}"
+        return (
+            f"token fraction about {self.fraction:.2f} ({self.measured:.2f} at the last "
+            f"call, plus a turn's growth summarized unsent)"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +71,34 @@ class DetectionContext:
     def run(self) -> tuple[CompactionRecord, ...]:
         """The conversation's compactions up to and including this one, oldest first."""
         return (*self.history, self.record)
+
+    def fired_at(self) -> FiredAt | None:
+        """The token fraction the compaction fired at; None when no size is known.
+
+        The compaction's ``tokens_before / window``, else the last turn's fraction.
+        An inferred rewrite whose request brings nothing new since the last call (no
+        verbatim tail, or one of old messages only) was decided on a context no call
+        carried: the last reply and what it brought back (a tool's output) went into
+        the summary unsent, so the size measured is the last call's, a turn short of
+        the agent's own count. One turn of the cycle's growth
+        (``CompactionRecord.growth_per_turn``) then stands in for the turn summarized
+        unsent (docs/detectors.md#the-size-a-compaction-fired-at).
+        """
+        record, pressure = self.record, self.pressure
+        measured = record.token_fraction
+        if measured is None:
+            return None if pressure is None else FiredAt(pressure.token_fraction, None)
+        growth, window = record.growth_per_turn, record.window
+        if (
+            record.source is not CompactionSource.INFERRED
+            or pressure is None
+            or record.tokens_before != pressure.context_tokens
+            or growth is None
+            or growth <= 0
+            or not window
+        ):
+            return FiredAt(measured, None)
+        return FiredAt(measured + growth / window, measured)
 
     def finding(self, kind: FindingKind, rule: str, reason: str) -> Finding:
         """A finding about this context's compaction."""

@@ -1,9 +1,10 @@
 """Boundary compaction: a summarizing compaction fired while a held phase was giving way.
 
 Pressure causes compaction; the phase-transition likelihood vetoes compaction
-that loses evidence. With ``tf`` the token fraction at the compaction
-(``tokens_before / window``, else the last turn's), ``ad`` the attention decay
-after the last turn before it, ``tl`` the transition likelihood at that moment:
+that loses evidence. With ``tf`` the token fraction the compaction fired at
+(``DetectionContext.fired_at``: measured, or a turn more when the summary took a turn
+no call carried), ``ad`` the attention decay after the last turn before it, ``tl``
+the transition likelihood at that moment:
 
 - rule ``ceiling``: ``tf >= hard_ceiling`` and ``tl > transition_veto``: compaction
   had to happen, but it had to keep the evidence (extractive);
@@ -28,7 +29,7 @@ concepts page (``docs/concepts.md``).
 from __future__ import annotations
 
 from otel_compaction.config import Settings
-from otel_compaction.detectors.base import DetectionContext, RuleDetector
+from otel_compaction.detectors.base import DetectionContext, FiredAt, RuleDetector
 from otel_compaction.detectors.veto import settings_verdict
 from otel_compaction.model import CompactionRecord, Finding, PhaseEstimate
 from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind
@@ -52,20 +53,19 @@ def boundary_compaction(ctx: DetectionContext) -> Finding | None:
     record, phase, s = ctx.record, ctx.phase, ctx.settings
     if not judged(record, s) or phase is None or not phase.known:
         return None
-    tf = record.token_fraction
-    if tf is None and ctx.pressure is not None:
-        tf = ctx.pressure.token_fraction
-    if tf is None:
+    fired = ctx.fired_at()
+    if fired is None:
         return None
+    tf = fired.fraction
     ad = ctx.pressure.attention_decay if ctx.pressure is not None else 0.0
     tl = phase.transition_likelihood
     rule = settings_verdict(tf, ad, tl, s).flag_rule
     if rule is None:
         return None
     if rule == "ceiling":
-        pressure = f"at token fraction {tf:.2f} >= hard ceiling {s.hard_ceiling:.2f}"
+        pressure = f"at {fired.text()} >= hard ceiling {s.hard_ceiling:.2f}"
     else:
-        pressure = f"at {_pressure(tf, ad, s.pressure_threshold)}"
+        pressure = f"at {_pressure(fired, ad, s.pressure_threshold)}"
     reason = (
         f"{_what(record)} at turn {record.turn_index} {pressure} while the phase was "
         f"changing ({_change(phase, s)}, transition likelihood {tl:.2f} > "
@@ -100,11 +100,11 @@ def _ranked(phase: PhaseEstimate, names: tuple[str, ...]) -> str:
     return f"{n1} {p1:.2f} vs {n2} {p2:.2f}"
 
 
-def _pressure(tf: float, ad: float, threshold: float) -> str:
+def _pressure(fired: FiredAt, ad: float, threshold: float) -> str:
     """The pressure that made the compaction due, as it appears in the reason."""
-    if tf >= threshold:
-        return f"token fraction {tf:.2f}"
-    return f"token fraction {tf:.2f} and attention decay {ad:.2f} >= {threshold:.2f}"
+    if fired.fraction >= threshold:
+        return fired.text()
+    return f"{fired.text()} and attention decay {ad:.2f} >= {threshold:.2f}"
 
 
 def _sizes(record: CompactionRecord, compacted: int | None) -> str:

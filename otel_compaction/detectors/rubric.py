@@ -43,16 +43,14 @@ def short_run_compaction(ctx: DetectionContext) -> Finding | None:
         return None
     if record.failed:
         return None  # nothing was replaced
-    tf = record.token_fraction
-    if tf is None and ctx.pressure is not None:
-        tf = ctx.pressure.token_fraction
-    if tf is None or tf >= s.pressure_threshold:
+    fired = ctx.fired_at()
+    if fired is None or fired.fraction >= s.pressure_threshold:
         return None
     replaced = ctx.compacted_tokens
     history = f" {replaced:,} tokens of history" if replaced else " its history"
     reason = (
         f"compaction at turn {record.turn_index}, before the run reached {limit} turns, "
-        f"at token fraction {tf:.2f} (below the {s.pressure_threshold:.2f} pressure "
+        f"at {fired.text()} (below the {s.pressure_threshold:.2f} pressure "
         f"threshold): a short run with room left should not compact; summarizing"
         f"{history} costs more than carrying it to the end of the run"
     )

@@ -170,10 +170,11 @@ def _inferred(
 def _evidence(analyzer: ConversationAnalyzer, dropped: tuple[str, ...]) -> tuple[str, ...]:
     """What a rewrite dropped, but for earlier summaries of the conversation: a summary
     carried into the new one is lineage (the carry-over measure judges it), not evidence
-    kept, and late in a run it is most of the dropped text. All of it when nothing else
-    was dropped."""
-    evidence = tuple(t for t in dropped if not t or analyzer.is_known_summary(t) is None)
-    return evidence if any(evidence) else dropped
+    kept, and late in a run it is most of the dropped text. When it drops nothing else,
+    the turns it summarized were never carried by a call (compacting again one call
+    after the last, it took the reply and tool output in unsent): nothing shows them
+    kept, so the rewrite is lossy, as is every one whose evidence does not survive."""
+    return tuple(t for t in dropped if t and analyzer.is_known_summary(t) is None)
 
 
 def _inferred_mode(

@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 
 from otel_compaction.config import Settings
-from otel_compaction.detectors import boundary_compaction
+from otel_compaction.detectors import DetectionContext, boundary_compaction
 from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind
 from tests.detectors.records import SETTLED, STRADDLING, context_of, phase, pressure, record
 from tests.detectors.scenarios import note_000_run
@@ -150,6 +150,33 @@ def test_the_last_turn_pressure_is_used_when_sizes_are_unknown() -> None:
     finding = boundary_compaction(ctx)
     assert finding is not None
     assert "token fraction 0.71" in finding.reason
+
+
+def _unsent(source: CompactionSource, growth: float | None) -> DetectionContext:
+    """A rewrite measured at the last call's 0.61, the cycle growing 20,000 tokens a turn."""
+    rec = record(source=source, tokens_before=122_000, token_fraction=0.61, growth_per_turn=growth)
+    return context_of([rec], phase=STRADDLING, pressure=pressure(0.61))
+
+
+def test_an_inferred_rewrite_that_kept_nothing_new_fired_a_turn_later() -> None:
+    """The summary took a turn no call carried (the size is the last call's): one turn of the
+    cycle's growth stands in for it, and the reason says the fraction is estimated."""
+    finding = boundary_compaction(_unsent(CompactionSource.INFERRED, 20_000.0))
+    assert finding is not None
+    assert "token fraction about 0.71 (0.61 at the last call, plus a turn's growth" in (
+        finding.reason
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "growth"),
+    [(CompactionSource.EXPLICIT, 20_000.0), (CompactionSource.INFERRED, None)],
+)
+def test_reported_sizes_and_unknown_growth_are_used_as_they_are(
+    source: CompactionSource, growth: float | None
+) -> None:
+    """An agent's own size (explicit) is its count; without growth there is no estimate."""
+    assert boundary_compaction(_unsent(source, growth)) is None
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ Why: docs/concepts.md#short-runs, #the-preserve-schema, #a-summary-must-never-bl
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import pytest
@@ -19,8 +20,8 @@ from otel_compaction.detectors import (
     short_run_compaction,
     summary_schema_coverage,
 )
-from otel_compaction.model import Finding
-from otel_compaction.semconv import CompactionMode, FindingKind
+from otel_compaction.model import Finding, Pressure
+from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind
 from tests.detectors.records import RecordFields, context_of, record
 
 
@@ -40,6 +41,24 @@ def test_short_run_needs_room_left(fraction: float | None) -> None:
     """A short run that compacted with its window full (a real subagent at turn 2 with 170,000
     tokens) or of unknown size is not told its history was cheap to keep: no finding."""
     assert short_run_compaction(context_of([record(2, token_fraction=fraction)])) is None
+
+
+def test_short_run_counts_the_turn_summarized_unsent() -> None:
+    """An inferred rewrite measured at the last call's 0.63, a turn of 0.11 short of the
+    agent's own count (it summarized the turn no call carried), fired at pressure."""
+    rec = record(
+        7,
+        source=CompactionSource.INFERRED,
+        tokens_before=126_000,
+        token_fraction=0.63,
+        growth_per_turn=22_000.0,
+    )
+    last = Pressure(context_tokens=126_000, window=200_000, token_fraction=0.63, attention_decay=0)
+    assert short_run_compaction(context_of([rec], pressure=last)) is None
+    small = dataclasses.replace(rec, growth_per_turn=2_000.0)
+    finding = short_run_compaction(context_of([small], pressure=last))
+    assert finding is not None
+    assert "at token fraction about 0.64 (0.63 at the last call" in finding.reason
 
 
 def test_short_run_names_the_history_replaced() -> None:

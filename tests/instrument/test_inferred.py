@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
+import pytest
 
 from otel_compaction import semconv as sc
+from otel_compaction.config import Settings
 from otel_compaction.instrument import CompactionInstrumentor
 from otel_compaction.testing import Capture
 from tests.instrument.conftest import (
@@ -158,6 +160,28 @@ def test_a_rewrite_whose_dropped_content_survives_is_extractive(
     agent.turn()
     (compaction,) = compaction_attrs(cap)
     assert compaction[sc.COMPACTION_MODE] == "extractive"
+
+
+@pytest.mark.parametrize("settings", [Settings(model_windows={MODEL: 1_200})])
+def test_compacting_again_one_call_later_is_lossy(
+    cap: Capture, instrumented: CompactionInstrumentor
+) -> None:
+    """The livelock's late shape: compacted again one call after the last, the rewrite drops
+    only the previous summary (which the new one carries) and summarizes a turn no call
+    carried. The carried summary is lineage, not evidence kept: lossy, generation 1."""
+    agent = Agent(reading_client())
+    for turn in range(5):
+        agent.turn(output=f"fixture {turn} stale " + "data " * 80)
+    first = " ".join(
+        f"Step {n}: read fixture_{n}.py and found the loader stale." for n in range(70)
+    )
+    agent.summarize(first, keep=0)
+    agent.turn(output="fixture_9.py line 40 still points at the old path " * 10)
+    agent.summarize(first + " Then: fixture_9.py line 40 points at the old path.", keep=0)
+    agent.turn()
+    _, second = (attrs(s) for s in cap.spans_named(sc.SPAN_COMPACTION))
+    assert second[sc.COMPACTION_MODE] == "lossy"
+    assert second[sc.LINEAGE_GENERATION] == 1
 
 
 def test_tool_outputs_cleared_in_place_is_a_prune(
