@@ -13,7 +13,8 @@ import hashlib
 import json
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,24 +142,43 @@ def execute(
     scenario: Scenario, seed: str, wires: tuple[str, ...] = tuple(WIRES)
 ) -> tuple[Run, Observed, str]:
     """Run ``scenario`` once with ``seed``: its run, what the spans say, and their digest."""
+    with instrumented(scenario, seed, wires) as (run, cap):
+        return run, observe(cap, run), span_digest(cap)
+
+
+@contextmanager
+def instrumented(
+    scenario: Scenario, seed: str, wires: tuple[str, ...] = tuple(WIRES), *, content: bool = False
+) -> Iterator[tuple[Run, Capture]]:
+    """Run ``scenario`` once with ``seed`` under a fresh instrumentor: the run and the
+    telemetry it produced, while the capture is open (``content``: message and summary
+    content on the spans, as content capture records them)."""
     run = new_run(random.Random(seed), wires)
-    windows = {MODEL_ANTHROPIC: run.window, MODEL_OPENAI: run.window}
-    settings = Settings.model_validate({"model_windows": windows})
     with capture_telemetry() as cap:
         instrumentor = CompactionInstrumentor()
         instrumentor.instrument(
             tracer_provider=cap.tracer_provider,
             meter_provider=cap.meter_provider,
-            settings=settings,
+            settings=run_settings(run, content=content),
             on_finding=cap.on_finding,
         )
         try:
             scenario(run)
         finally:
             instrumentor.uninstrument()
-        observed = observe(cap, run)
-        digest = span_digest(cap)
-    return run, observed, digest
+        yield run, cap
+
+
+def run_settings(run: Run, *, content: bool = False) -> Settings:
+    """The detector settings of a run: the defaults, with the run's window for both models."""
+    return Settings.model_validate(
+        {"model_windows": model_windows(run), "capture_content": content}
+    )
+
+
+def model_windows(run: Run) -> dict[str, int]:
+    """The run's context window for both models it may call."""
+    return {MODEL_ANTHROPIC: run.window, MODEL_OPENAI: run.window}
 
 
 def observe(cap: Capture, run: Run) -> Observed:

@@ -71,7 +71,6 @@ from otel_compaction.model import (
 from otel_compaction.semconv import CompactionMode, FindingKind
 from otel_compaction.signals.phase import PhaseTracker
 from otel_compaction.signals.pressure import PressureTracker
-from otel_compaction.signals.tokens import estimate_tokens
 from otel_compaction.signals.tools import ToolCategory, parse_category
 from otel_compaction.signals.windows import context_window
 
@@ -314,7 +313,7 @@ class ConversationAnalyzer:
             history=history,
             pressure=pressure,
             phase=phase,
-            compacted_tokens=compacted_tokens(obs),
+            compacted_tokens=record.compacted_tokens,
             floor_tokens=self._floor,
             fixed_tokens=self._fixed,
         )
@@ -478,15 +477,6 @@ def _category_values(categories: tuple[ToolCategory, ...]) -> tuple[str, ...]:
 
 def _values_of(categories: tuple[ToolCategory, ...]) -> tuple[str, ...]:
     return tuple(map(_CATEGORY_VALUES.__getitem__, categories))
-
-
-def compacted_tokens(obs: CompactionObservation) -> int | None:
-    """Size of the compacted region: from its texts, else before minus the retained tail."""
-    if obs.compacted_texts:
-        return sum(estimate_tokens(t) for t in obs.compacted_texts)
-    if obs.tokens_before is not None and obs.retained_tail_tokens is not None:
-        return max(0, obs.tokens_before - obs.retained_tail_tokens)
-    return None
 
 
 class ConversationRegistry:

@@ -218,6 +218,9 @@ class CompactionObservation:
         fixed_tokens: the fixed part of the context (system prompt, tool definitions)
             the compaction was judged against, as a compaction span carries it: a
             processor reading the span judges against the same part.
+        compacted_tokens: the size of the compacted region as the source measured it
+            (a compaction span carries the agent's); otherwise it is sized from
+            ``compacted_texts``, else as ``tokens_before`` minus the retained tail.
         summarizer: the summarizer's own calls, when the source reports them apart;
             otherwise the analyzer attaches those it was told of since the last turn
             (``ConversationAnalyzer.observe_summarizer``).
@@ -243,6 +246,7 @@ class CompactionObservation:
     error: str | None = None
     summarizer: SummarizerCost | None = None
     fixed_tokens: int | None = None
+    compacted_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +310,9 @@ class CompactionRecord:
     fixed_tokens: int | None = None
     """The fixed part of the context (system prompt, tool definitions) known when the
     compaction was settled, reported or measured (``TurnObservation.cache_read_tokens``)."""
+    compacted_tokens: int | None = None
+    """The size of the region the compaction replaced (None when unknown): what the
+    rules call the history it summarized."""
 
     @property
     def settled(self) -> bool:

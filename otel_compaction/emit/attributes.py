@@ -153,6 +153,7 @@ def compaction_attributes(analysis: CompactionAnalysis) -> Attributes:
         sc.TOKENS_AFTER_REPORTED: rec.tokens_after_reported,
         sc.TOKENS_SUMMARY: rec.summary_tokens,
         sc.TOKENS_RETAINED_TAIL: rec.retained_tail_tokens,
+        sc.TOKENS_COMPACTED: rec.compacted_tokens,
         sc.TOKENS_DUPLICATED: rec.duplicated_tokens,
         sc.TOKENS_CARRIED_OVER: rec.carried_over_tokens,
         sc.LINEAGE_PARENT_ID: rec.parent_id,

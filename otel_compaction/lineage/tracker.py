@@ -152,6 +152,7 @@ class LineageTracker:
             growth_per_turn=self._cycle.growth_per_turn(obs.tokens_before),
             summarizer=obs.summarizer,
             fixed_tokens=fixed_tokens if obs.context_after is not None else None,
+            compacted_tokens=compacted_tokens(obs),
         )
         self._remember(record, summary)
         return record
@@ -318,3 +319,15 @@ def _fraction(tokens: int | None, window: int | None) -> float | None:
     if tokens is None or window is None or window <= 0:
         return None
     return min(1.0, max(0.0, tokens / window))
+
+
+def compacted_tokens(obs: CompactionObservation) -> int | None:
+    """Size of the compacted region: from its texts, else as the source measured it,
+    else before minus the retained tail."""
+    if obs.compacted_texts:
+        return sum(estimate_tokens(t) for t in obs.compacted_texts)
+    if obs.compacted_tokens is not None:
+        return obs.compacted_tokens
+    if obs.tokens_before is not None and obs.retained_tail_tokens is not None:
+        return max(0, obs.tokens_before - obs.retained_tail_tokens)
+    return None

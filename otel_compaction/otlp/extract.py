@@ -123,6 +123,7 @@ _COMPACTION_KEYS = (
     sc.TOKENS_AFTER_REPORTED,
     sc.TOKENS_SUMMARY,
     sc.TOKENS_RETAINED_TAIL,
+    sc.TOKENS_COMPACTED,
     sc.SUMMARY_TEXT,
     sc.LINEAGE_PARENT_ID,
     sc.LINEAGE_ASSUMED,
@@ -333,6 +334,7 @@ def _compaction_item(span: Any, attrs: Mapping[str, AttrValue]) -> Item:
         context_after=as_int(attrs.get(sc.TOKENS_AFTER)),
         error=as_str(attrs.get(sc.SUMMARY_ERROR)),
         fixed_tokens=as_int(attrs.get(sc.CONTEXT_FIXED_TOKENS)),
+        compacted_tokens=as_int(attrs.get(sc.TOKENS_COMPACTED)),
     )
     item.phase = phase_report(attrs)
     return item

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from otel_compaction.analyzer import compacted_tokens
 from otel_compaction.lineage import text as txt
+from otel_compaction.lineage.tracker import compacted_tokens
 from otel_compaction.model import CompactionObservation
 from otel_compaction.semconv import CompactionSource
 
@@ -63,11 +63,12 @@ def test_repeated_tokens_rounds_and_never_goes_negative() -> None:
     [
         ({"compacted_texts": ("x" * 40, "y" * 8)}, 12),
         ({"tokens_before": 100_000, "retained_tail_tokens": 30_000}, 70_000),
+        ({"tokens_before": 100_000, "retained_tail_tokens": 30_000, "compacted_tokens": 61}, 61),
         ({"tokens_before": 100_000}, None),
     ],
 )
 def test_compacted_region_size(kw: dict[str, object], expected: int | None) -> None:
-    """The compacted region is sized from its texts, else before minus the retained tail."""
+    """The compacted region is sized from its texts, else as measured, else before minus tail."""
     obs = CompactionObservation(source=CompactionSource.EXPLICIT, **kw)  # type: ignore[arg-type]
     assert compacted_tokens(obs) == expected
 
