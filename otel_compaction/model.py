@@ -219,8 +219,8 @@ class CompactionObservation:
             the compaction was judged against, as a compaction span carries it: a
             processor reading the span judges against the same part.
         compacted_tokens: the size of the compacted region as the source measured it
-            (a compaction span carries the agent's); otherwise it is sized from
-            ``compacted_texts``, else as ``tokens_before`` minus the retained tail.
+            (a compaction span carries the agent's), used when ``compacted_texts`` are
+            not known; without either, it is ``tokens_before`` minus the retained tail.
         summarizer: the summarizer's own calls, when the source reports them apart;
             otherwise the analyzer attaches those it was told of since the last turn
             (``ConversationAnalyzer.observe_summarizer``).
