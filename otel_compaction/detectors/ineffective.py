@@ -262,9 +262,12 @@ def diagnosis(ctx: DetectionContext) -> str:
     after = record.tokens_after or 0
     fixed, floor = ctx.fixed_tokens, ctx.floor_tokens
     if fixed is not None and window and fixed >= _EXPLAINS * after:
+        # Measured from the prompt cache, the part ahead of the history can hold more than
+        # the system prompt and tools (a first message the compaction kept): say what it is.
         return (
-            f"the system prompt and tool definitions alone are {fixed:,} tokens "
-            f"({fixed / window:.2f} of the window): {REMEDY}"
+            f"the part ahead of the history, which the compaction left as it was (system "
+            f"prompt, tool definitions, anything kept ahead of the summary), is {fixed:,} "
+            f"tokens ({fixed / window:.2f} of the window): {REMEDY}"
         )
     trigger = trigger_fraction(ctx.run, ctx.settings)
     trigger_tokens = round(trigger * window) if trigger is not None else 0

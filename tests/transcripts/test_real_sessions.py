@@ -28,7 +28,7 @@ LIVELOCK = FindingKind.REEXPANSION_LIVELOCK
 SHORT = FindingKind.SHORT_RUN_COMPACTION
 SCHEMA = FindingKind.SUMMARY_SCHEMA_COVERAGE
 
-FIXED_PART = re.compile(r"the system prompt and tool definitions alone are 17\d,\d{3} tokens")
+FIXED_PART = re.compile(r"anything kept ahead of the summary\), is 17\d,\d{3} tokens")
 """The fixed part as measured: what the first call after each compaction read from the cache."""
 CANNOT_HELP = "compaction cannot help: shrink the tool set or the system prompt"
 
