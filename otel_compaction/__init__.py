@@ -38,6 +38,7 @@ from otel_compaction.model import (
 )
 from otel_compaction.policy import Advice, advise
 from otel_compaction.semconv import AdviceAction, CompactionMode, CompactionSource, FindingKind
+from otel_compaction.version import __version__
 
 __all__ = [
     "Advice",
@@ -52,6 +53,7 @@ __all__ = [
     "PhaseReport",
     "Settings",
     "TurnObservation",
+    "__version__",
     "advise",
     "compaction",
     "conversation",

@@ -30,3 +30,10 @@ def test_design_api_names_are_exported() -> None:
         "CompactionAdvisor",
     ):
         assert hasattr(policy, name), name
+
+
+def test_version_is_the_distribution_version() -> None:
+    """``__version__`` is the version the installed distribution's metadata carries."""
+    from importlib.metadata import version
+
+    assert otel_compaction.__version__ == version("otel-compaction")

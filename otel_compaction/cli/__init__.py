@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from otel_compaction.cli._extras import DEMO, PROCESSOR, Extra
+from otel_compaction.version import __version__
 
 # name -> (module, one-line help, the extra it needs)
 SUBCOMMANDS: dict[str, tuple[str, str, Extra | None]] = {
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Observe context compaction in LLM agents: pressure, phase, lineage, findings.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text, extra) in SUBCOMMANDS.items():
         description = help_text

@@ -27,6 +27,7 @@ from otel_compaction.inference.history import HistoryTracker
 from otel_compaction.instrument._guard import Guard
 from otel_compaction.model import Finding
 from otel_compaction.semconv import SCHEMA_URL
+from otel_compaction.version import __version__
 
 logger = logging.getLogger("otel_compaction.instrument")
 
@@ -96,10 +97,10 @@ class Runtime:
             at_pressure=self._at_pressure,
         )
         self.tracer = trace.get_tracer(
-            SCOPE, _version(), tracer_provider=tracer_provider, schema_url=SCHEMA_URL
+            SCOPE, __version__, tracer_provider=tracer_provider, schema_url=SCHEMA_URL
         )
         meter = metrics.get_meter(
-            SCOPE, _version(), meter_provider=meter_provider, schema_url=SCHEMA_URL
+            SCOPE, __version__, meter_provider=meter_provider, schema_url=SCHEMA_URL
         )
         self.metrics = CompactionMetrics(
             meter, livelocked=self.registry.livelocked_count, active=self.registry.__len__
@@ -122,15 +123,6 @@ class Runtime:
             return False
         fraction = (pressure.context_tokens + tokens) / pressure.window
         return fraction >= self.settings.pressure_threshold
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("otel-compaction")
-    except Exception:  # noqa: BLE001 - running from a source tree without metadata
-        return "0"
 
 
 _lock = threading.Lock()
