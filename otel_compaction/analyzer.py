@@ -56,6 +56,7 @@ from otel_compaction.detectors import (
 )
 from otel_compaction.detectors.ineffective import refilled_compaction
 from otel_compaction.lineage import LineageTracker
+from otel_compaction.lineage.rediscovery import RediscoveryTracker
 from otel_compaction.model import (
     CompactionAnalysis,
     CompactionObservation,
@@ -64,6 +65,8 @@ from otel_compaction.model import (
     PhaseEstimate,
     PhaseReport,
     Pressure,
+    Rediscovery,
+    RediscoveryBaseline,
     SummarizerCost,
     TurnAnalysis,
     TurnObservation,
@@ -120,6 +123,7 @@ class ConversationAnalyzer:
         "_phase_since",
         "_phase_tracker",
         "_pressure_tracker",
+        "_rediscovery",
         "_summarizer",
         "_turn_index",
         "_unsettled",
@@ -160,6 +164,8 @@ class ConversationAnalyzer:
         """Whether the last compaction was flagged ineffective already (no hindsight then)."""
         self._summarizer: SummarizerCost | None = None
         """The summarizer's calls since the last turn, for the compaction reported next."""
+        self._rediscovery: RediscoveryTracker | None = None
+        """Made on the first call whose tools' inputs are known (lineage.rediscovery)."""
         self.last_seen = clock()
 
     # ----------------------------------------------------------------- state
@@ -201,6 +207,13 @@ class ConversationAnalyzer:
     def phase_turns(self) -> int:
         """How many turns the current most likely phase has lasted (0 before any turn)."""
         return self._turn_index - self._phase_since if self._turn_index else 0
+
+    @property
+    def rediscovery_baseline(self) -> RediscoveryBaseline | None:
+        """The conversation's own rediscovery at ordinary points; None when its calls'
+        inputs are unknown (docs/concepts.md#rediscovery)."""
+        tracker = self._rediscovery
+        return None if tracker is None else tracker.baseline
 
     def is_known_summary(self, text: str) -> str | None:
         """The id of the compaction whose summary ``text`` is (or contains), if any."""
@@ -267,6 +280,18 @@ class ConversationAnalyzer:
             compacted,
             _category_values(categories),
             settled,
+            self._rediscover(turn, obs),
+        )
+
+    def _rediscover(self, turn: int, obs: TurnObservation) -> tuple[Rediscovery, ...]:
+        tracker = self._rediscovery
+        if tracker is None:
+            # Calls known only by name (a span without their inputs) would all look alike.
+            if not any(a is not None for a in obs.tool_arguments):
+                return ()
+            tracker = self._rediscovery = RediscoveryTracker(self.settings.rediscovery_horizon)
+        return tracker.observe_turn(
+            turn, obs.tool_calls, obs.tool_arguments, obs.tool_output_tokens
         )
 
     def _categories(self, obs: TurnObservation) -> tuple[ToolCategory, ...]:
@@ -331,6 +356,8 @@ class ConversationAnalyzer:
         self._judged_ineffective = _ineffective(findings)
         self._update_livelock(record, history, findings)
         self._compacted_pending = True
+        if self._rediscovery is not None:
+            self._rediscovery.observe_compaction(record.compaction_id, self._turn_index + 1)
         if obs.mode is CompactionMode.PRUNE:
             self._pressure_tracker.clear()  # the pruned tool outputs no longer weigh
         return CompactionAnalysis(record, pressure, phase, findings, previous)
@@ -344,6 +371,12 @@ class ConversationAnalyzer:
         if analysis is not None:
             self._notify(analysis.findings)
         return analysis
+
+    def finish_rediscovery(self) -> tuple[Rediscovery, ...]:
+        """The end of the conversation: the open horizons of its compactions, cut short."""
+        with self._lock:
+            tracker = self._rediscovery
+            return () if tracker is None else tracker.finish(self._turn_index)
 
     def _settle(
         self,

@@ -87,6 +87,10 @@ class Settings(BaseModel):
     schema_fields: tuple[str, ...] = ("goal", "plan", "decisions", "open_errors", "next_action")
     schema_min_coverage: float = Field(0.6, ge=0.0, le=1.0)
 
+    # Rediscovery (docs/concepts.md#rediscovery): the agent calls after a compaction in
+    # which repeated tool calls count as work the compaction made it do again.
+    rediscovery_horizon: int = Field(20, ge=1)
+
     # State bounds.
     max_conversations: int = Field(10_000, ge=1)
     conversation_idle_seconds: float = Field(3600.0, gt=0.0)

@@ -166,6 +166,55 @@ def _sum(a: float | None, b: float | None) -> float | None:
 
 
 @dataclass(frozen=True, slots=True)
+class Rediscovery:
+    """What one rediscovery horizon measured (``lineage.rediscovery``).
+
+    Args:
+        start_turn: the turn the horizon starts at (a compaction's turn, or a
+            baseline point).
+        compaction_id: the compaction it follows; None for a baseline point.
+        calls: the repeated calls.
+        tokens: the tokens of their results (those that could be paired).
+        turns: how many turns made at least one of them.
+        horizon_turns: the turns the horizon covered (``horizon`` unless cut
+            short by the next compaction or the end of the conversation).
+        tools: the tools whose repeated results cost the most tokens, most first.
+    """
+
+    start_turn: int
+    compaction_id: str | None
+    calls: int
+    tokens: int
+    turns: int
+    horizon_turns: int
+    tools: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RediscoveryBaseline:
+    """The conversation's own rediscovery at its ordinary points, so far."""
+
+    points: int = 0
+    calls: int = 0
+    tokens: int = 0
+
+    @property
+    def mean_tokens(self) -> float | None:
+        """Mean tokens per baseline horizon; None before the first one closed."""
+        return self.tokens / self.points if self.points else None
+
+    @property
+    def mean_calls(self) -> float | None:
+        """Mean repeated calls per baseline horizon; None before the first one closed."""
+        return self.calls / self.points if self.points else None
+
+    def plus(self, result: Rediscovery) -> RediscoveryBaseline:
+        """This baseline with one more closed horizon."""
+        calls, tokens = self.calls + result.calls, self.tokens + result.tokens
+        return RediscoveryBaseline(self.points + 1, calls, tokens)
+
+
+@dataclass(frozen=True, slots=True)
 class TurnAnalysis:
     """The signals of one turn, ready to become span attributes.
 
@@ -182,6 +231,8 @@ class TurnAnalysis:
     compacted: bool = False
     tool_categories: tuple[str, ...] = ()
     settled: CompactionAnalysis | None = None
+    rediscovered: tuple[Rediscovery, ...] = ()
+    """The rediscovery horizons of earlier compactions that this turn closed."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,245 @@
+"""Rediscovery: the work an agent does again after a compaction.
+
+After a lossy compaction an agent often repeats tool calls it made before it (the
+same tool with the same input): it re-reads the files and re-fetches the documents
+whose content the summary dropped. :class:`RediscoveryTracker` measures that per
+compaction over a horizon of later calls, and the same measure after the
+conversation's ordinary points as its own baseline, so the excess is what the
+compaction cost (docs/concepts.md#rediscovery).
+
+A call is known by its key, a stable hash (BLAKE2b, 8 bytes) of the tool's name and
+its canonical input (JSON with sorted keys; other text as it is): the same in every
+process, and never the text itself. A call in a horizon is *rediscovery* when a call
+with its key was made before the point the horizon starts at, except:
+
+- a habit: the agent had already repeated that key before the point (status
+  commands, listings, polling repeat with or without a compaction);
+- a changed file: a call naming a path (``file_path``, ``path``...) that an edit
+  call touched since the point: reading a file again after editing it checks the
+  edit, which is new work. (An edit made before the point does not excuse a
+  re-read after it: the agent knew the file, its read and its own edits, until
+  the compaction dropped them.)
+- a second repeat of the same key in one horizon (counted once).
+
+A horizon covers the calls made in ``horizon`` turns from its start (the first
+call that sees the compacted context), or fewer when the next compaction or the
+end of the conversation comes first. The tokens of a repeated call are the size
+of its result, read on the next turn (``TurnObservation.tool_output_tokens``, in
+the order of the calls); when the results cannot be paired with the calls, the
+calls still count and their tokens do not.
+
+Baseline points are the turns that are multiples of ``horizon`` with no
+compaction horizon open; a baseline horizon into which a compaction falls is
+dropped. Memory is bounded: the last ``MAX_KEYS`` keys and ``MAX_PATHS`` edited
+paths.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from otel_compaction.model import Rediscovery, RediscoveryBaseline
+
+MAX_KEYS: Final = 1024
+"""Keys remembered per conversation (8-byte hashes with three turn numbers each)."""
+MAX_PATHS: Final = 256
+"""Edited paths remembered per conversation."""
+PATH_FIELDS: Final = ("file_path", "path", "filename", "notebook_path", "file")
+"""Input fields that name the file a call reads or edits."""
+EDIT_TOOLS: Final = frozenset(
+    {"edit", "multiedit", "write", "notebookedit", "str_replace_based_edit_tool", "apply_patch"}
+)
+"""Tool names (lower case) that change the file their input names."""
+TOP_TOOLS: Final = 3
+"""How many tools a result names (the ones whose redone results cost the most)."""
+
+
+def _hash(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+def call_key(name: str, arguments: str | None) -> tuple[int, int | None]:
+    """The key of a call and the key of the path its input names (None when none).
+
+    Args:
+        name: the tool's name.
+        arguments: its input as JSON text or a command line; None when unknown.
+    """
+    parsed: object = None
+    if arguments is not None:
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            parsed = None
+    if isinstance(parsed, (dict, list)):
+        canonical = json.dumps(parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    else:
+        canonical = arguments or ""
+    path = None
+    if isinstance(parsed, dict):
+        for key in PATH_FIELDS:
+            value = parsed.get(key)
+            if isinstance(value, str) and value:
+                path = _hash("path\0" + value)
+                break
+    return _hash(name + "\0" + canonical), path
+
+
+@dataclass(slots=True)
+class _Horizon:
+    start: int
+    compaction_id: str | None
+    calls: int = 0
+    tokens: int = 0
+    turns: int = 0
+    last_turn: int = 0
+    seen: set[int] = field(default_factory=set)
+    by_tool: dict[str, int] = field(default_factory=dict)
+
+    def close(self, end_turn: int) -> Rediscovery:
+        ranked = sorted(self.by_tool.items(), key=lambda kv: (-kv[1], kv[0]))
+        return Rediscovery(
+            self.start,
+            self.compaction_id,
+            self.calls,
+            self.tokens,
+            self.turns,
+            max(0, end_turn - self.start),
+            tuple(name for name, _ in ranked[:TOP_TOOLS]),
+        )
+
+
+class RediscoveryTracker:
+    """Rediscovery of one conversation, fed turn by turn (see the module docstring).
+
+    Args:
+        horizon: the turns a horizon covers (``Settings.rediscovery_horizon``).
+    """
+
+    __slots__ = ("_baseline", "_closing", "_edited", "_horizons", "_keys", "_pending", "horizon")
+
+    def __init__(self, horizon: int) -> None:
+        self.horizon = max(1, horizon)
+        self._keys: dict[int, tuple[int, int]] = {}
+        """key -> (first turn, second turn or 0)."""
+        self._edited: dict[int, int] = {}
+        """path key -> the last turn an edit call named it."""
+        self._horizons: list[_Horizon] = []
+        self._pending: list[tuple[str, tuple[_Horizon, ...]]] = []
+        """The last turn's calls: tool name and the horizons that counted it."""
+        self._closing: list[tuple[_Horizon, int]] = []
+        """Horizons a compaction ended, with their end turn, waiting for the results of
+        their last calls (they come with the first call after the compaction)."""
+        self._baseline = RediscoveryBaseline()
+
+    @property
+    def baseline(self) -> RediscoveryBaseline:
+        """The baseline so far."""
+        return self._baseline
+
+    def observe_compaction(self, compaction_id: str, turn: int) -> None:
+        """A compaction whose first call after it will be ``turn``: ends what is open (a
+        baseline horizon is dropped; an earlier compaction's closes on the next call, which
+        brings the results of its last calls) and opens the compaction's horizon."""
+        self._closing.extend((h, turn) for h in self._horizons if h.compaction_id is not None)
+        self._horizons = [_Horizon(turn, compaction_id)]
+
+    def observe_turn(
+        self,
+        turn: int,
+        calls: Sequence[str],
+        arguments: Sequence[str | None],
+        result_tokens: Sequence[int],
+    ) -> tuple[Rediscovery, ...]:
+        """One call: the results of the last call's tools, then this call's tools.
+        Returns the horizons it closed (compactions' and baseline points' alike)."""
+        self._pair(result_tokens)
+        closed = tuple(h.close(end) for h, end in self._closing)
+        self._closing = []
+        closed += self._close(lambda h: turn >= h.start + self.horizon, turn, keep_baseline=True)
+        if turn % self.horizon == 0 and not self._horizons:
+            self._horizons.append(_Horizon(turn, None))
+        args = (list(arguments) + [None] * len(calls))[: len(calls)]
+        self._pending = [self._call(turn, n, a) for n, a in zip(calls, args, strict=True)]
+        return closed
+
+    def finish(self, turn: int) -> tuple[Rediscovery, ...]:
+        """The end of the conversation: compaction horizons close short; baselines drop."""
+        closed = tuple(h.close(end) for h, end in self._closing)
+        closed += self._close(lambda h: True, turn + 1, keep_baseline=False)
+        self._closing, self._pending = [], []
+        return closed
+
+    def _pair(self, result_tokens: Sequence[int]) -> None:
+        pending = self._pending
+        if not pending or len(result_tokens) != len(pending):
+            return
+        for (name, horizons), tokens in zip(pending, result_tokens, strict=True):
+            for horizon in horizons:
+                horizon.tokens += tokens
+                horizon.by_tool[name] = horizon.by_tool.get(name, 0) + tokens
+
+    def _call(
+        self, turn: int, name: str, arguments: str | None
+    ) -> tuple[str, tuple[_Horizon, ...]]:
+        if arguments is None:
+            return name, ()  # an unknown input matches nothing
+        key, path = call_key(name, arguments)
+        earlier = self._keys.get(key)
+        counted = tuple(h for h in self._horizons if self._redone(h, key, earlier, path))
+        for horizon in counted:
+            horizon.seen.add(key)
+            horizon.calls += 1
+            if horizon.last_turn != turn:
+                horizon.turns += 1
+                horizon.last_turn = turn
+            horizon.by_tool.setdefault(name, 0)
+        self._remember(key, turn, earlier)
+        if path is not None and name.lower() in EDIT_TOOLS:
+            self._edited.pop(path, None)
+            self._edited[path] = turn
+            if len(self._edited) > MAX_PATHS:
+                del self._edited[next(iter(self._edited))]
+        return name, counted
+
+    def _redone(
+        self, horizon: _Horizon, key: int, earlier: tuple[int, int] | None, path: int | None
+    ) -> bool:
+        if earlier is None or key in horizon.seen:
+            return False
+        first, second = earlier
+        if first >= horizon.start:
+            return False  # first made inside the horizon: not work done before the point
+        if second and second < horizon.start:
+            return False  # a habit: repeated before the point already
+        # The file changed since the point (the agent's own edit): reading it checks the edit.
+        return path is None or self._edited.get(path, -1) < horizon.start
+
+    def _remember(self, key: int, turn: int, earlier: tuple[int, int] | None) -> None:
+        if earlier is None:
+            self._keys[key] = (turn, 0)
+            if len(self._keys) > MAX_KEYS:
+                del self._keys[next(iter(self._keys))]
+        elif not earlier[1] and turn != earlier[0]:
+            self._keys[key] = (earlier[0], turn)
+
+    def _close(
+        self, due: Callable[[_Horizon], bool], end_turn: int, *, keep_baseline: bool
+    ) -> tuple[Rediscovery, ...]:
+        closed: list[Rediscovery] = []
+        still: list[_Horizon] = []
+        for horizon in self._horizons:
+            if not due(horizon):
+                still.append(horizon)
+                continue
+            if horizon.compaction_id is None:
+                if keep_baseline:
+                    self._baseline = self._baseline.plus(horizon.close(end_turn))
+                continue
+            closed.append(horizon.close(end_turn))
+        self._horizons = still
+        return tuple(closed)
