@@ -150,6 +150,17 @@ SPAN_FINDING: Final = "compaction.finding"
 FINDING_KIND: Final = "compaction.finding.kind"
 FINDING_RULE: Final = "compaction.finding.rule"
 
+# Rediscovery (docs/concepts.md#rediscovery): the work a compaction made the agent do
+# again, known when its horizon closes, after the compaction span has ended: on a
+# ``compaction.rediscovery`` span, a child of the compaction's span and linked to it.
+SPAN_REDISCOVERY: Final = "compaction.rediscovery"
+REDISCOVERY_CALLS: Final = "compaction.rediscovery.calls"
+REDISCOVERY_TOKENS: Final = "compaction.rediscovery.tokens"
+REDISCOVERY_TURNS: Final = "compaction.rediscovery.turns"
+REDISCOVERY_HORIZON_TURNS: Final = "compaction.rediscovery.horizon_turns"
+REDISCOVERY_TOOLS: Final = "compaction.rediscovery.tools"
+REDISCOVERY_BASELINE_TOKENS: Final = "compaction.rediscovery.baseline_tokens"
+
 # --------------------------------------------------------------------------- #
 # Attribute values.
 # --------------------------------------------------------------------------- #
@@ -407,6 +418,15 @@ METRIC_RECLAIMED: Final = MetricSpec(
     (COMPACTION_SOURCE, COMPACTION_MODE),
     RECLAIMED_TOKEN_BUCKETS,
 )
+METRIC_REDISCOVERY: Final = MetricSpec(
+    "compaction.rediscovery.tokens",
+    "histogram",
+    "{token}",
+    "Tokens of the tool results an agent fetched again after a compaction, over the "
+    "rediscovery horizon (docs/concepts.md#rediscovery).",
+    (),
+    RECLAIMED_TOKEN_BUCKETS,
+)
 METRIC_RESIDUAL: Final = MetricSpec(
     "compaction.cycle.residual",
     "histogram",
@@ -547,6 +567,7 @@ ALL_METRICS: Final = (
     METRIC_COMPACTION_TOKEN_FRACTION,
     METRIC_INTERVAL,
     METRIC_RECLAIMED,
+    METRIC_REDISCOVERY,
     METRIC_RESIDUAL,
     METRIC_GENERATION,
     METRIC_LIVELOCKED,

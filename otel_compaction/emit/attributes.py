@@ -18,6 +18,8 @@ from otel_compaction.model import (
     PhaseEstimate,
     PhaseTransition,
     Pressure,
+    Rediscovery,
+    RediscoveryBaseline,
     SummarizerCost,
     TurnAnalysis,
     TurnObservation,
@@ -243,6 +245,27 @@ def finding_attributes(finding: Finding) -> Attributes:
         sc.TURN_INDEX: finding.turn,
         sc.FLAG_BY_KIND[finding.kind]: True,
     }
+
+
+def rediscovery_attributes(
+    conversation_id: str, result: Rediscovery, baseline: RediscoveryBaseline | None
+) -> Attributes:
+    """The attributes of a ``compaction.rediscovery`` span: what the compaction's horizon
+    measured, and the conversation's baseline when one is known."""
+    out: Attributes = {
+        sc.CONVERSATION_ID: conversation_id,
+        sc.COMPACTION_ID: result.compaction_id or "",
+        sc.TURN_INDEX: result.start_turn,
+        sc.REDISCOVERY_CALLS: result.calls,
+        sc.REDISCOVERY_TOKENS: result.tokens,
+        sc.REDISCOVERY_TURNS: result.turns,
+        sc.REDISCOVERY_HORIZON_TURNS: result.horizon_turns,
+    }
+    if result.tools:
+        out[sc.REDISCOVERY_TOOLS] = list(result.tools)
+    if baseline is not None and baseline.mean_tokens is not None:
+        out[sc.REDISCOVERY_BASELINE_TOKENS] = _r(baseline.mean_tokens)
+    return out
 
 
 def truncate_content(text: str, max_chars: int) -> tuple[str, bool]:

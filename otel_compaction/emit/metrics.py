@@ -23,6 +23,7 @@ from otel_compaction.model import (
     CompactionAnalysis,
     CompactionRecord,
     PhaseTransition,
+    Rediscovery,
     TurnAnalysis,
 )
 from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind, MetricSpec
@@ -79,6 +80,7 @@ class CompactionMetrics:
         "_generation",
         "_interval",
         "_reclaimed",
+        "_rediscovery",
         "_residual",
         "_token_fraction",
         "_transitions",
@@ -107,6 +109,7 @@ class CompactionMetrics:
         self._interval = create_instrument(meter, sc.METRIC_INTERVAL)
         self._reclaimed = create_instrument(meter, sc.METRIC_RECLAIMED)
         self._residual = create_instrument(meter, sc.METRIC_RESIDUAL)
+        self._rediscovery = create_instrument(meter, sc.METRIC_REDISCOVERY)
         self._generation = create_instrument(meter, sc.METRIC_GENERATION)
         self._gauges = [
             create_gauge(meter, spec, fn)
@@ -235,6 +238,11 @@ class CompactionMetrics:
         if rec.tokens_before is not None and rec.tokens_after is not None:
             reclaimed = max(rec.tokens_before - rec.tokens_after, 0)
             self._reclaimed.record(reclaimed, attributes, context=context)
+
+    def record_rediscovery(self, result: Rediscovery, *, context: Context | None = None) -> None:
+        """Record what a compaction's rediscovery horizon measured (``context``: a span in
+        the compaction's trace, for the exemplar)."""
+        self._rediscovery.record(result.tokens, context=context)
 
     def record_error(self, stage: str) -> None:
         """Count an internal error that was caught and swallowed at ``stage``."""

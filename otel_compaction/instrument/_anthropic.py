@@ -25,7 +25,6 @@ from otel_compaction.instrument._api import (
     server_attributes,
 )
 from otel_compaction.semconv import CompactionMode
-from otel_compaction.signals.tools import reads_arguments
 
 TRIGGER_AUTO = "auto"
 TRIGGER_SUMMARIZE = "summarize"
@@ -121,14 +120,9 @@ def _read_block(info: ResponseInfo, block: Any, request: RequestInfo) -> None:
     if kind == "tool_use" or kind == "server_tool_use":
         name = str(read("name"))
         info.tool_calls.append(name)
-        # Only shell and editor tools are categorised by their arguments: the others'
-        # are not encoded (a JSON encode per tool call, for nothing).
-        reads = _READS_ARGUMENTS.get(name)
-        if reads is None:
-            reads = reads_arguments(name)
-            if len(_READS_ARGUMENTS) < _MAX_TOOL_NAMES:
-                _READS_ARGUMENTS[name] = reads
-        info.tool_arguments.append(_json(read("input")) if reads else None)
+        # Every call's input is encoded: shell and editor tools are categorised by it, and
+        # every call is keyed by it for rediscovery (lineage.rediscovery).
+        info.tool_arguments.append(_json(read("input")))
     elif kind == "text":
         text = read("text")
         if isinstance(text, str):
@@ -171,10 +165,6 @@ def _read_edits(info: ResponseInfo, management: Any) -> None:
             cleared=cleared,
         )
     )
-
-
-_READS_ARGUMENTS: dict[str, bool] = {}
-_MAX_TOOL_NAMES = 1024
 
 
 # What ``json.dumps(value, default=str)`` builds on every call, built once.

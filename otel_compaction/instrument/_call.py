@@ -33,7 +33,12 @@ from otel_compaction.instrument._content import inference_content
 from otel_compaction.instrument._framework import FrameworkCall
 from otel_compaction.instrument._runtime import Runtime
 from otel_compaction.instrument._scope import ConversationRef, PendingItem
-from otel_compaction.instrument._spans import emit_settled, end_with_error, response_attributes
+from otel_compaction.instrument._spans import (
+    emit_rediscovery,
+    emit_settled,
+    end_with_error,
+    response_attributes,
+)
 from otel_compaction.model import TurnAnalysis, TurnObservation
 from otel_compaction.signals.tokens import tokens_for_chars
 
@@ -219,6 +224,9 @@ class InferenceCall:
         turn = analyzer.observe_turn(observation)
         if turn.settled is not None:
             emit_settled(self.runtime, turn.settled)
+        if turn.rediscovered:
+            baseline = analyzer.rediscovery_baseline
+            emit_rediscovery(self.runtime, analyzer.conversation_id, turn.rediscovered, baseline)
         if self.framework is not None:
             self.framework.mark_observed()
         return turn, observation

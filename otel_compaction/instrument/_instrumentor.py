@@ -25,6 +25,7 @@ from otel_compaction.instrument._api import ProviderApi
 from otel_compaction.instrument._managers import stream_manager_wrapper
 from otel_compaction.instrument._openai import OpenAIChat, OpenAICompact, OpenAIResponses
 from otel_compaction.instrument._runtime import Runtime, logger
+from otel_compaction.instrument._spans import close_rediscovery
 from otel_compaction.instrument._wrappers import (
     Wrapper,
     async_create_wrapper,
@@ -115,6 +116,7 @@ class CompactionInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             meter_provider=kwargs.get("meter_provider"),
             on_finding=kwargs.get("on_finding"),
         )
+        runtime.closers.append(close_rediscovery)
         _runtime.install(runtime)
         wrapped: list[tuple[Any, str]] = []
         for modules, class_name, method, factory, api in _targets():

@@ -108,6 +108,8 @@ class Runtime:
         self.guard = Guard(self.metrics)
         self.compaction_spans: BoundedMap[str, SpanContext] = BoundedMap(SPAN_MEMORY)
         self.unsettled = UnsettledSpans()
+        self.closers: list[Callable[[Runtime], None]] = []
+        """Called at exit and at ``uninstrument()`` (the emit layer's last words)."""
         self.response_conversations: BoundedMap[str, tuple[str, bool]] = BoundedMap(SPAN_MEMORY)
         self.cleared: BoundedMap[str, int] = BoundedMap(SPAN_MEMORY)
         self.enriched: BoundedMap[int, bool] = BoundedMap(SPAN_MEMORY)
@@ -144,7 +146,13 @@ def uninstall() -> None:
     with _lock:
         runtime, _current = _current, None
     if runtime is not None:
-        runtime.unsettled.close_all()
+        _close(runtime)
+
+
+def _close(runtime: Runtime) -> None:
+    runtime.unsettled.close_all()
+    for closer in runtime.closers:
+        closer(runtime)
 
 
 def _close_at_exit() -> None:
@@ -154,7 +162,7 @@ def _close_at_exit() -> None:
     runtime = _current
     if runtime is not None:
         try:
-            runtime.unsettled.close_all()
+            _close(runtime)
         except Exception:  # never break the host, even at exit
             logger.debug("closing unsettled compaction spans failed", exc_info=True)
 

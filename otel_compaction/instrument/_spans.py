@@ -24,11 +24,15 @@ from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanKind, Status, 
 from opentelemetry.util.types import AttributeValue
 
 from otel_compaction import semconv as sc
-from otel_compaction.emit.attributes import compaction_attributes, finding_attributes
+from otel_compaction.emit.attributes import (
+    compaction_attributes,
+    finding_attributes,
+    rediscovery_attributes,
+)
 from otel_compaction.instrument._api import RequestInfo, ResponseInfo
 from otel_compaction.instrument._content import summary_content
 from otel_compaction.instrument._runtime import SCOPE, Runtime
-from otel_compaction.model import CompactionAnalysis
+from otel_compaction.model import CompactionAnalysis, Rediscovery, RediscoveryBaseline
 
 # Attributes by which other instrumentations mark their LLM spans.
 _OPENINFERENCE_KIND = "openinference.span.kind"
@@ -161,3 +165,42 @@ def emit_settled(runtime: Runtime, settled: CompactionAnalysis) -> None:
         )
         span.end()
     runtime.metrics.record_settled(settled, context=context)
+
+
+def emit_rediscovery(
+    runtime: Runtime,
+    conversation_id: str,
+    results: tuple[Rediscovery, ...],
+    baseline: RediscoveryBaseline | None,
+) -> None:
+    """What compactions' rediscovery horizons measured, known calls after the compaction span
+    ended: a ``compaction.rediscovery`` span each, a child of the compaction's span and linked
+    to it (as late findings are), and the histogram."""
+    for result in results:
+        compaction = runtime.compaction_spans.get(result.compaction_id or "")
+        context = (
+            trace.set_span_in_context(NonRecordingSpan(compaction))
+            if compaction is not None
+            else None
+        )
+        span = runtime.tracer.start_span(
+            sc.SPAN_REDISCOVERY,
+            context=context,
+            kind=SpanKind.INTERNAL,
+            attributes=rediscovery_attributes(conversation_id, result, baseline),
+            links=[Link(compaction)] if compaction is not None else [],
+        )
+        span.end()
+        runtime.metrics.record_rediscovery(result, context=context)
+
+
+def close_rediscovery(runtime: Runtime) -> None:
+    """At exit: the open rediscovery horizons of every conversation, cut short (what a
+    compaction near the end of a run cost is still measured over the calls that came)."""
+    for conversation_id in runtime.registry.ids():
+        analyzer = runtime.registry.peek(conversation_id)
+        if analyzer is None:
+            continue
+        results = analyzer.finish_rediscovery()
+        if results:
+            emit_rediscovery(runtime, conversation_id, results, analyzer.rediscovery_baseline)
