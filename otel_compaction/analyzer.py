@@ -56,7 +56,7 @@ from otel_compaction.detectors import (
 )
 from otel_compaction.detectors.ineffective import refilled_compaction
 from otel_compaction.lineage import LineageTracker
-from otel_compaction.lineage.rediscovery import RediscoveryTracker
+from otel_compaction.lineage.rediscovery import RediscoveryTracker, resolve_keys
 from otel_compaction.model import (
     CompactionAnalysis,
     CompactionObservation,
@@ -287,12 +287,11 @@ class ConversationAnalyzer:
         tracker = self._rediscovery
         if tracker is None:
             # Calls known only by name (a span without their inputs) would all look alike.
-            if not any(a is not None for a in obs.tool_arguments):
+            if not any(obs.tool_keys) and not any(a is not None for a in obs.tool_arguments):
                 return ()
             tracker = self._rediscovery = RediscoveryTracker(self.settings.rediscovery_horizon)
-        return tracker.observe_turn(
-            turn, obs.tool_calls, obs.tool_arguments, obs.tool_output_tokens
-        )
+        keys = resolve_keys(obs.tool_calls, obs.tool_arguments, obs.tool_keys)
+        return tracker.observe_turn(turn, obs.tool_calls, keys, obs.tool_output_tokens)
 
     def _categories(self, obs: TurnObservation) -> tuple[ToolCategory, ...]:
         # Categories read back from a span win: the arguments that decided them

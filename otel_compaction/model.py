@@ -107,6 +107,9 @@ class TurnObservation:
             rewrote the history, what still matched the cache is what came before the
             history (the system prompt and tool definitions): the analyzer takes it as
             the measured fixed part when ``fixed_tokens`` is unknown.
+        tool_keys: the rediscovery key of each call in ``tool_calls`` as a span carries it
+            (``lineage.rediscovery.key_text``), when the inputs are not at hand; an empty
+            string for a call whose input was unknown. Empty when unknown.
     """
 
     context_tokens: int
@@ -120,6 +123,7 @@ class TurnObservation:
     tool_categories: tuple[str, ...] = ()
     fixed_tokens: int | None = None
     cache_read_tokens: int | None = None
+    tool_keys: tuple[str, ...] = ()
 
     @classmethod
     def of_anthropic_usage(

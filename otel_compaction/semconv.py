@@ -85,6 +85,7 @@ PHASE_NAMES: Final = "compaction.phase.names"
 PHASE_DISTRIBUTION: Final = "compaction.phase.distribution"
 TOOL_CALLS: Final = "compaction.turn.tool_calls"
 TOOL_CATEGORIES: Final = "compaction.turn.tool_categories"
+TOOL_CALL_KEYS: Final = "compaction.turn.tool_call_keys"
 TOOL_OUTPUT_TOKENS: Final = "compaction.turn.tool_output_tokens"
 ADVICE_ACTION: Final = "compaction.advice.action"
 

@@ -116,6 +116,8 @@ def _turn_extras(
         out[sc.CONTEXT_NEW_CONTENT_TOKENS] = int(observation.new_content_tokens)
         if observation.tool_calls:
             out[sc.TOOL_CALLS] = list(observation.tool_calls)
+        if observation.tool_keys:
+            out[sc.TOOL_CALL_KEYS] = list(observation.tool_keys)
         if observation.tool_output_tokens:
             out[sc.TOOL_OUTPUT_TOKENS] = [int(n) for n in observation.tool_output_tokens]
         if observation.fixed_tokens is not None:

@@ -39,6 +39,7 @@ from otel_compaction.instrument._spans import (
     end_with_error,
     response_attributes,
 )
+from otel_compaction.lineage.rediscovery import key_text
 from otel_compaction.model import TurnAnalysis, TurnObservation
 from otel_compaction.signals.tokens import tokens_for_chars
 
@@ -52,6 +53,18 @@ the last one plus this share of the new messages' estimate. The estimate (four c
 a token, :mod:`otel_compaction.signals.tokens`) is within about 30% of a real tokenizer's
 count; 0.75 is about 1/1.3, so an estimate running 30% high still rereads nothing, and a
 larger share would reread more often while finding no more clears than it hides."""
+
+
+def _tool_keys(response: ResponseInfo | None) -> tuple[str, ...]:
+    """The rediscovery key of each tool call of the response ("" where the input is unknown),
+    or () when no input is known."""
+    if response is None or not any(a is not None for a in response.tool_arguments):
+        return ()
+    args = response.tool_arguments
+    return tuple(
+        key_text(name, args[i] if i < len(args) else None) or ""
+        for i, name in enumerate(response.tool_calls)
+    )
 
 
 class InferenceCall:
@@ -220,6 +233,7 @@ class InferenceCall:
             tool_output_tokens=tuple([tokens_for_chars(c) for f in new for c in f.tool_results]),
             tool_calls=tuple(response.tool_calls) if response else (),
             tool_arguments=tuple(response.tool_arguments) if response else (),
+            tool_keys=_tool_keys(response),
         )
         turn = analyzer.observe_turn(observation)
         if turn.settled is not None:

@@ -30,23 +30,27 @@ calls still count and their tokens do not.
 
 Baseline points are the turns that are multiples of ``horizon`` with no
 compaction horizon open; a baseline horizon into which a compaction falls is
-dropped. Memory is bounded: the last ``MAX_KEYS`` keys and ``MAX_PATHS`` edited
-paths.
+dropped. Memory is bounded in bytes: the ``MAX_KEYS`` most recently first-seen keys
+in three packed arrays (16 bytes a key, 4 KiB at most), and the last ``MAX_PATHS``
+edited paths. A call older than that is forgotten, so it no longer counts as repeated:
+what an agent needs again after a compaction is mostly what it used recently.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from otel_compaction.model import Rediscovery, RediscoveryBaseline
 
-MAX_KEYS: Final = 1024
-"""Keys remembered per conversation (8-byte hashes with three turn numbers each)."""
-MAX_PATHS: Final = 256
+MAX_KEYS: Final = 256
+"""Keys remembered per conversation (an 8-byte hash and two 4-byte turn numbers each)."""
+MAX_PATHS: Final = 64
 """Edited paths remembered per conversation."""
 PATH_FIELDS: Final = ("file_path", "path", "filename", "notebook_path", "file")
 """Input fields that name the file a call reads or edits."""
@@ -58,11 +62,15 @@ TOP_TOOLS: Final = 3
 """How many tools a result names (the ones whose redone results cost the most)."""
 
 
+Key = tuple[int, int | None]
+"""A call's key and the key of the path its input names (None when none)."""
+
+
 def _hash(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
 
 
-def call_key(name: str, arguments: str | None) -> tuple[int, int | None]:
+def call_key(name: str, arguments: str | None) -> Key:
     """The key of a call and the key of the path its input names (None when none).
 
     Args:
@@ -87,6 +95,70 @@ def call_key(name: str, arguments: str | None) -> tuple[int, int | None]:
                 path = _hash("path\0" + value)
                 break
     return _hash(name + "\0" + canonical), path
+
+
+def key_text(name: str, arguments: str | None) -> str | None:
+    """A call's key as span attributes carry it (``compaction.turn.tool_call_keys``): 16
+    hex digits, then ``:`` and the path's 16 when the input names one; None when the input
+    is unknown."""
+    if arguments is None:
+        return None
+    key, path = call_key(name, arguments)
+    return f"{key:016x}" if path is None else f"{key:016x}:{path:016x}"
+
+
+def parse_key_text(text: str) -> tuple[int, int | None] | None:
+    """The key and path key of a ``key_text``; None for a malformed one."""
+    head, _, tail = text.partition(":")
+    try:
+        return int(head, 16), (int(tail, 16) if tail else None)
+    except ValueError:
+        return None
+
+
+def resolve_keys(
+    calls: Sequence[str], arguments: Sequence[str | None], key_texts: Sequence[str] = ()
+) -> list[Key | None]:
+    """The key of each call: from the span's key texts when they are given (one per call),
+    else from the inputs; None where neither is known."""
+    if key_texts and len(key_texts) == len(calls):
+        return [parse_key_text(text) if text else None for text in key_texts]
+    args = (list(arguments) + [None] * len(calls))[: len(calls)]
+    return [None if a is None else call_key(n, a) for n, a in zip(calls, args, strict=True)]
+
+
+class _Keys:
+    """Keys with their first and second turn, in three packed arrays sorted by key."""
+
+    __slots__ = ("first", "keys", "second")
+
+    def __init__(self) -> None:
+        self.keys = array("Q")
+        self.first = array("I")
+        self.second = array("I")
+
+    def get(self, key: int) -> tuple[int, int] | None:
+        i = bisect.bisect_left(self.keys, key)
+        if i < len(self.keys) and self.keys[i] == key:
+            return self.first[i], self.second[i]
+        return None
+
+    def seen(self, key: int, turn: int) -> None:
+        """Remember a call of ``key`` at ``turn`` (the oldest key goes when full)."""
+        keys = self.keys
+        i = bisect.bisect_left(keys, key)
+        if i < len(keys) and keys[i] == key:
+            if not self.second[i] and turn != self.first[i]:
+                self.second[i] = turn
+            return
+        if len(keys) >= MAX_KEYS:
+            oldest = self.first.index(min(self.first))
+            for column in (keys, self.first, self.second):
+                del column[oldest]
+            i = bisect.bisect_left(keys, key)
+        keys.insert(i, key)
+        self.first.insert(i, turn)
+        self.second.insert(i, 0)
 
 
 @dataclass(slots=True)
@@ -124,8 +196,7 @@ class RediscoveryTracker:
 
     def __init__(self, horizon: int) -> None:
         self.horizon = max(1, horizon)
-        self._keys: dict[int, tuple[int, int]] = {}
-        """key -> (first turn, second turn or 0)."""
+        self._keys = _Keys()
         self._edited: dict[int, int] = {}
         """path key -> the last turn an edit call named it."""
         self._horizons: list[_Horizon] = []
@@ -152,19 +223,20 @@ class RediscoveryTracker:
         self,
         turn: int,
         calls: Sequence[str],
-        arguments: Sequence[str | None],
+        keys: Sequence[Key | None],
         result_tokens: Sequence[int],
     ) -> tuple[Rediscovery, ...]:
-        """One call: the results of the last call's tools, then this call's tools.
-        Returns the horizons it closed (compactions' and baseline points' alike)."""
+        """One call: the results of the last call's tools, then this call's tools (their
+        names and keys, ``resolve_keys``). Returns the horizons it closed (compactions' and
+        baseline points' alike)."""
         self._pair(result_tokens)
         closed = tuple(h.close(end) for h, end in self._closing)
         self._closing = []
         closed += self._close(lambda h: turn >= h.start + self.horizon, turn, keep_baseline=True)
         if turn % self.horizon == 0 and not self._horizons:
             self._horizons.append(_Horizon(turn, None))
-        args = (list(arguments) + [None] * len(calls))[: len(calls)]
-        self._pending = [self._call(turn, n, a) for n, a in zip(calls, args, strict=True)]
+        known = (list(keys) + [None] * len(calls))[: len(calls)]
+        self._pending = [self._call(turn, n, k) for n, k in zip(calls, known, strict=True)]
         return closed
 
     def finish(self, turn: int) -> tuple[Rediscovery, ...]:
@@ -183,12 +255,10 @@ class RediscoveryTracker:
                 horizon.tokens += tokens
                 horizon.by_tool[name] = horizon.by_tool.get(name, 0) + tokens
 
-    def _call(
-        self, turn: int, name: str, arguments: str | None
-    ) -> tuple[str, tuple[_Horizon, ...]]:
-        if arguments is None:
+    def _call(self, turn: int, name: str, known: Key | None) -> tuple[str, tuple[_Horizon, ...]]:
+        if known is None:
             return name, ()  # an unknown input matches nothing
-        key, path = call_key(name, arguments)
+        key, path = known
         earlier = self._keys.get(key)
         counted = tuple(h for h in self._horizons if self._redone(h, key, earlier, path))
         for horizon in counted:
@@ -198,7 +268,7 @@ class RediscoveryTracker:
                 horizon.turns += 1
                 horizon.last_turn = turn
             horizon.by_tool.setdefault(name, 0)
-        self._remember(key, turn, earlier)
+        self._keys.seen(key, turn)
         if path is not None and name.lower() in EDIT_TOOLS:
             self._edited.pop(path, None)
             self._edited[path] = turn
@@ -218,14 +288,6 @@ class RediscoveryTracker:
             return False  # a habit: repeated before the point already
         # The file changed since the point (the agent's own edit): reading it checks the edit.
         return path is None or self._edited.get(path, -1) < horizon.start
-
-    def _remember(self, key: int, turn: int, earlier: tuple[int, int] | None) -> None:
-        if earlier is None:
-            self._keys[key] = (turn, 0)
-            if len(self._keys) > MAX_KEYS:
-                del self._keys[next(iter(self._keys))]
-        elif not earlier[1] and turn != earlier[0]:
-            self._keys[key] = (earlier[0], turn)
 
     def _close(
         self, due: Callable[[_Horizon], bool], end_turn: int, *, keep_baseline: bool

@@ -146,6 +146,7 @@ _SPAN_KEYS = frozenset(
         sc.CONTEXT_NEW_CONTENT_TOKENS,
         sc.TOOL_CALLS,
         sc.TOOL_CATEGORIES,
+        sc.TOOL_CALL_KEYS,
         sc.TOOL_OUTPUT_TOKENS,
         *FLAG_KEYS,
     }
@@ -297,6 +298,7 @@ def _turn_item(
         tool_output_tokens=ints_of(get(sc.TOOL_OUTPUT_TOKENS)),
         tool_calls=strs_of(get(sc.TOOL_CALLS)),
         tool_categories=strs_of(get(sc.TOOL_CATEGORIES)),
+        tool_keys=strs_of(get(sc.TOOL_CALL_KEYS)),
         window=window if window and window > 0 else None,
         timestamp=item.time_ns / 1e9 or None,
         fixed_tokens=int_of(get(sc.CONTEXT_FIXED_TOKENS)),

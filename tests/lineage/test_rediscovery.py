@@ -9,7 +9,13 @@ from hypothesis import strategies as st
 
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
-from otel_compaction.lineage.rediscovery import RediscoveryTracker, call_key
+from otel_compaction.lineage.rediscovery import (
+    RediscoveryTracker,
+    call_key,
+    key_text,
+    parse_key_text,
+    resolve_keys,
+)
 from otel_compaction.model import (
     CompactionObservation,
     Rediscovery,
@@ -41,8 +47,8 @@ class Run:
         """One turn making ``calls``, whose results (``result_tokens`` each) come next turn."""
         self.turn += 1
         names = tuple(c[0] for c in calls)
-        args = tuple(c[1] for c in calls)
-        self.closed += self.tracker.observe_turn(self.turn, names, args, tuple(self._results))
+        keys = resolve_keys(names, tuple(c[1] for c in calls))
+        self.closed += self.tracker.observe_turn(self.turn, names, keys, tuple(self._results))
         self._results = [result_tokens] * len(calls)
 
     def compact(self, compaction_id: str = "c1") -> None:
@@ -276,3 +282,31 @@ def test_an_analyzer_without_tool_inputs_keeps_no_rediscovery_state() -> None:
     analyzer = ConversationAnalyzer("conv", Settings())
     analyzer.observe_turn(_turn(("Read", None)))
     assert analyzer.rediscovery_baseline is None
+
+
+def test_key_texts_carry_the_same_keys_as_the_inputs() -> None:
+    """A span's key texts resolve to the keys the inputs give, so every path measures alike."""
+    calls = ("Read", "Bash", "Read")
+    args = ('{"file_path": "a.py"}', '{"command": "ls"}', None)
+    texts = tuple(key_text(n, a) or "" for n, a in zip(calls, args, strict=True))
+    assert texts[2] == ""
+    assert ":" in texts[0]
+    assert ":" not in texts[1]
+    assert resolve_keys(calls, (), texts) == resolve_keys(calls, args)
+    assert parse_key_text("not-hex") is None
+
+
+def test_memory_keeps_the_most_recent_keys_within_its_bound() -> None:
+    """Past MAX_KEYS distinct calls the oldest is forgotten, and the store stays in bytes."""
+    from otel_compaction.lineage.rediscovery import MAX_KEYS
+
+    run = Run(horizon=10_000)
+    for i in range(MAX_KEYS + 5):
+        run.call(read(f"f{i}.py"))
+    run.compact()
+    run.call(read("f0.py"), read(f"f{MAX_KEYS + 4}.py"))
+    (result,) = run.end()
+    assert result.calls == 1  # f0 was forgotten; the newest is remembered
+    keys = run.tracker._keys
+    assert len(keys.keys) == MAX_KEYS
+    assert keys.keys.itemsize + keys.first.itemsize + keys.second.itemsize == 16
