@@ -166,8 +166,8 @@ def test_the_alert_pages_once_though_two_paths_count_the_finding(run: Run) -> No
 
 
 def _settings() -> list[tuple[str, dict[str, Any], dict[str, str]]]:
-    """Each dashboard with its variables as a newcomer finds them, and the overview on the
-    agents' path too."""
+    """Each dashboard with its variables as a newcomer finds them, the overview on the
+    agents' path too, and the drill-down on the short-lived agent alone."""
     out = []
     for name, dashboard in load_dashboards().items():
         values = all_values(dashboard)
@@ -178,6 +178,8 @@ def _settings() -> list[tuple[str, dict[str, Any], dict[str, str]]]:
                 out.append(
                     (f"{name} ({option['text']})", dashboard, {**values, "path": option["value"]})
                 )
+        if "agent" in values:  # the short-lived agent alone: each series born at exit
+            out.append((f"{name} (agent {SHORT})", dashboard, {**values, "agent": SHORT}))
     return out
 
 
