@@ -172,7 +172,10 @@ async function showTrace(main, traceID) {
   const children = new Map();
   const roots = [];
   for (const span of trace.spans) {
-    const parent = (span.references || []).find((r) => r.refType === "CHILD_OF" && byID.has(r.spanID));
+    // Under its parent; a span whose parent is elsewhere but that links to a span of this
+    // trace (the processor's finding links to its compaction) goes under that span.
+    const refs = (span.references || []).filter((r) => r.traceID === trace.traceID && byID.has(r.spanID));
+    const parent = refs.find((r) => r.refType === "CHILD_OF") || refs.find((r) => r.refType === "FOLLOWS_FROM");
     if (parent) {
       if (!children.has(parent.spanID)) children.set(parent.spanID, []);
       children.get(parent.spanID).push(span);
