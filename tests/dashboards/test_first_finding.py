@@ -217,6 +217,11 @@ def test_the_pages_the_quickstart_names_show_the_trace_and_the_alert(run: Run) -
     query = urllib.parse.urlencode({"service": AGENT_JOB, "tags": tags})
     search = browser.page(run.url("jaeger_query_http", f"/search?{query}"))
     assert f'href="/trace/{trace_id}"' in search
+    # As the page's own form sends it: the tags typed as key=value.
+    typed = urllib.parse.urlencode({"service": AGENT_JOB, "tags": f"{sc.FLAG_LIVELOCK}=true"})
+    assert f'href="/trace/{trace_id}"' in browser.page(
+        run.url("jaeger_query_http", f"/search?{typed}&lookback=1h&limit=20")
+    )
     assert sc.FLAG_LIVELOCK in search
     trace = browser.page(run.url("jaeger_query_http", f"/trace/{trace_id}"))
     assert 'data-ready="true"' in trace
