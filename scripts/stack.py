@@ -390,8 +390,9 @@ def _print_urls(folder: Path, ports: Mapping[str, int]) -> None:
     at: Callable[[str], str] = lambda name: loopback(ports, name)  # noqa: E731
     print(
         f"\nsend OTLP to grpc://{at('collector_otlp_grpc')} or http://{at('collector_otlp_http')}\n"
-        f"Jaeger http://{at('jaeger_query_http')}  Prometheus http://{at('prometheus')}"
-        f"  Alertmanager http://{at('alertmanager')}  processor http://{at('processor_metrics')}/metrics\n"
+        f"traces http://{at('jaeger_query_http')}  alerts http://{at('prometheus')}/classic/alerts"
+        f"  routed alerts http://{at('alertmanager')}"
+        f"  processor http://{at('processor_metrics')}/metrics\n"
         f"logs and pid files: {folder}"
     )
 
