@@ -97,12 +97,13 @@ def collector_telemetry(config: dict[str, Any], port: int) -> dict[str, Any]:
 
 
 def jaeger_env(ports: Mapping[str, int]) -> dict[str, str]:
-    """The variables collector/jaeger/config.yaml reads for its listeners."""
+    """The variables collector/jaeger/config.yaml reads: its listeners and its UI folder."""
     return {
         "JAEGER_OTLP_GRPC": loopback(ports, "jaeger_otlp_grpc"),
         "JAEGER_OTLP_HTTP": loopback(ports, "jaeger_otlp_http"),
         "JAEGER_QUERY_HTTP": loopback(ports, "jaeger_query_http"),
         "JAEGER_QUERY_GRPC": loopback(ports, "jaeger_query_grpc"),
+        "JAEGER_UI_ASSETS": str(ROOT / "collector" / "jaeger" / "ui"),
     }
 
 
@@ -115,8 +116,11 @@ def _write(path: Path, document: Any) -> Path:
     return path
 
 
-def write_configs(folder: Path, ports: Mapping[str, int]) -> dict[str, Path]:
-    """The loopback configurations of the Collector, the processor and Prometheus."""
+def write_configs(
+    folder: Path, ports: Mapping[str, int], interval: str | None = None
+) -> dict[str, Path]:
+    """The loopback configurations of the Collector, the processor and Prometheus
+    (``interval``: Prometheus's scrape and evaluation interval, when not the shipped one)."""
     at = {name: loopback(ports, name) for name in ports}
     collector = relocate(
         _load(ROOT / "collector" / "tap" / "otelcol.yaml"),
@@ -150,6 +154,8 @@ def write_configs(folder: Path, ports: Mapping[str, int]) -> dict[str, Path]:
             "compaction-processor:9464": at["processor_metrics"],
         },
     )
+    if interval is not None:
+        prometheus["global"].update(scrape_interval=interval, evaluation_interval=interval)
     return {
         "collector": _write(
             folder / "otelcol.yaml", collector_telemetry(collector, ports["collector_telemetry"])
@@ -184,9 +190,11 @@ def _built(target: str) -> str:
     return result.stdout.strip().splitlines()[-1]
 
 
-def programs(folder: Path, ports: Mapping[str, int]) -> dict[str, Program]:
+def programs(
+    folder: Path, ports: Mapping[str, int], interval: str | None = None
+) -> dict[str, Program]:
     """Every program of the stack, configured for ``folder`` and ``ports``."""
-    configs = write_configs(folder, ports)
+    configs = write_configs(folder, ports, interval)
     url = {name: f"http://{loopback(ports, name)}" for name in ports}
     return {
         "jaeger": Program(
@@ -202,6 +210,8 @@ def programs(folder: Path, ports: Mapping[str, int]) -> dict[str, Program]:
                 f"--config.file={ROOT / 'dashboards' / 'alertmanager' / 'alertmanager.yml'}",
                 f"--storage.path={folder / 'alertmanager'}",
                 f"--web.listen-address={loopback(ports, 'alertmanager')}",
+                # Debian's Alertmanager has no web app: a small alerts page of ours.
+                f"--web.ui-path={ROOT / 'dashboards' / 'alertmanager' / 'ui'}",
                 "--cluster.listen-address=",
             ],
             f"{url['alertmanager']}/-/ready",
@@ -306,10 +316,10 @@ def _reaped(folder: Path, name: str) -> bool:
     return done == pid
 
 
-def up(folder: Path, ports: Mapping[str, int]) -> int:
+def up(folder: Path, ports: Mapping[str, int], interval: str | None = None) -> int:
     """Start every program not running yet, in dependency order; 0 when all are ready."""
     folder.mkdir(parents=True, exist_ok=True)
-    for name, program in programs(folder, ports).items():
+    for name, program in programs(folder, ports, interval).items():
         if running_pid(folder, name) is not None:
             print(f"{name}: already running")
             continue
@@ -380,8 +390,9 @@ def _print_urls(folder: Path, ports: Mapping[str, int]) -> None:
     at: Callable[[str], str] = lambda name: loopback(ports, name)  # noqa: E731
     print(
         f"\nsend OTLP to grpc://{at('collector_otlp_grpc')} or http://{at('collector_otlp_http')}\n"
-        f"Jaeger http://{at('jaeger_query_http')}  Prometheus http://{at('prometheus')}"
-        f"  Alertmanager http://{at('alertmanager')}  processor http://{at('processor_metrics')}/metrics\n"
+        f"traces http://{at('jaeger_query_http')}  alerts http://{at('prometheus')}/classic/alerts"
+        f"  routed alerts http://{at('alertmanager')}"
+        f"  processor http://{at('processor_metrics')}/metrics\n"
         f"logs and pid files: {folder}"
     )
 
@@ -402,10 +413,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["up", "down", "status"])
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR, help=f"default {DEFAULT_DIR}")
     parser.add_argument("--port", action="append", default=[], metavar="NAME=PORT")
+    parser.add_argument(
+        "--interval",
+        metavar="DURATION",
+        help="Prometheus's scrape and evaluation interval (default: prometheus.yml's, 15s)",
+    )
     args = parser.parse_args(argv)
     folder = args.dir.resolve()
     if args.command == "up":
-        return up(folder, _ports(args.port))
+        return up(folder, _ports(args.port), args.interval)
     if args.command == "down":
         return down(folder)
     return status(folder)

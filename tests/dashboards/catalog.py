@@ -42,6 +42,8 @@ RUNBOOKS = ROOT / "docs" / "runbooks"
 STANDARD_LABELS = frozenset(
     {"job", "instance", "le", "service_name", "service_namespace", "service_instance_id"}
 )
+# Series Prometheus writes itself for every scrape: the first-event idiom reads `up`.
+SCRAPE_SERIES = frozenset({"up"})
 # Grafana's built-in interval variables, as the tests substitute them.
 BUILTINS = {"__rate_interval": "1m", "__interval": "1m", "__range": "1h"}
 _HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
@@ -95,8 +97,15 @@ def queries(name: str, dashboard: dict[str, Any]) -> list[Query]:
 
 
 def all_values(dashboard: dict[str, Any]) -> dict[str, str]:
-    """Every template variable set to match anything, as "All" does."""
-    return dict.fromkeys(variables(dashboard), ".*")
+    """Every template variable as a newcomer finds it: "All" (its ``allValue``, else
+    ``.*``), a custom variable at its default, a text box at its default."""
+    values = {}
+    for name, var in variables(dashboard).items():
+        if var["type"] == "custom":
+            values[name] = var["current"]["value"]
+        else:
+            values[name] = var.get("allValue") or ".*"
+    return values
 
 
 def alert_rules() -> list[dict[str, Any]]:

@@ -157,6 +157,15 @@ class PrometheusAPI:
         result: list[dict[str, Any]] = data["result"]
         return result
 
+    def query_range(self, expr: str, start: float, end: float, step: float) -> list[dict[str, Any]]:
+        """The range-vector result of ``expr`` from ``start`` to ``end`` (seconds)."""
+        data = self.get(
+            "/api/v1/query_range", query=expr, start=str(start), end=str(end), step=str(step)
+        )
+        assert data["resultType"] == "matrix", (expr, data["resultType"])
+        result: list[dict[str, Any]] = data["result"]
+        return result
+
     def alerts(self) -> list[dict[str, Any]]:
         """Active (pending or firing) alerts."""
         alerts: list[dict[str, Any]] = self.get("/api/v1/alerts")["alerts"]

@@ -3,12 +3,13 @@
 The healthy conversation must raise no alert at all (not even pending); the
 livelocked one (the livelock incident's accelerating cadence) must bring
 CompactionReexpansionLivelock to `firing` in Prometheus and into the example
-Alertmanager's on-call route; and every dashboard query must return data.
+Alertmanager's on-call route; and every overview query must have a finite value.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -67,8 +68,17 @@ def _prometheus_sees(api: stack.PrometheusAPI, compactions: int) -> float | None
     return None
 
 
+def _range_end(api: stack.PrometheusAPI, start: float) -> float | None:
+    """Now, once a 1 s range from ``start`` to now holds the processor's livelock finding."""
+    end = time.time()
+    expr = f'{semconv.METRIC_FINDINGS.prometheus}{{compaction_finding_kind="reexpansion_livelock"}}'
+    found = api.query_range(expr, start, end, 1.0)
+    return end if any(float(v) > 0 for s in found for _, v in s["values"]) else None
+
+
 def test_livelock_fires_healthy_stays_quiet_and_every_panel_has_data(tmp_path: Path) -> None:
-    """Healthy: no alert; livelock: the alert fires and is routed; every panel query has data."""
+    """Healthy: no alert; livelock: the alert fires and is routed; each overview query has a
+    finite value."""
     otlp, metrics, prom, am = (stack.free_port() for _ in range(4))
     config = tmp_path / "prometheus.yml"
     stack.prometheus_config(config, metrics, am)
@@ -84,6 +94,7 @@ def test_livelock_fires_healthy_stays_quiet_and_every_panel_has_data(tmp_path: P
         stack.wait_for("prometheus", lambda: stack.http(f"http://127.0.0.1:{prom}/-/ready"))
         stack.wait_for("alertmanager", lambda: stack.http(f"http://127.0.0.1:{am}/-/ready"))
 
+        started = time.time()
         healthy = _compaction_spans(HEALTHY)
         REPLAY.replay(HEALTHY, f"http://127.0.0.1:{otlp}")
         stack.wait_for(
@@ -101,10 +112,15 @@ def test_livelock_fires_healthy_stays_quiet_and_every_panel_has_data(tmp_path: P
         )
         assert receivers == ["compaction-oncall"]
 
+        # The replayed spans carry no metrics of their own: the processor's path, which
+        # the overview reads by default, has every series; the drill-down (the agents'
+        # path) is run by test_first_finding.py with agents exporting their own.
+        overview = load_dashboards()["compaction-overview"]
+        end = stack.wait_for("a range that holds the finding", lambda: _range_end(api, started))
         empty = []
-        for name, dashboard in load_dashboards().items():
-            for query in queries(name, dashboard):
-                expr = promql.substitute(query.expr, all_values(dashboard), BUILTINS)
-                if not api.query(expr):
-                    empty.append(f"{name}: {query.where}: {expr}")
-        assert not empty, "queries without data:\n" + "\n".join(empty)
+        for query in queries("compaction-overview", overview):
+            expr = promql.substitute(query.expr, all_values(overview), BUILTINS)
+            values = [v for s in api.query_range(expr, started, end, 1.0) for v in s["values"]]
+            if not any(math.isfinite(float(v)) for _, v in values):
+                empty.append(f"{query.where}: {expr}")
+        assert not empty, "queries without a finite value:\n" + "\n".join(empty)
