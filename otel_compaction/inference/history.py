@@ -4,6 +4,9 @@ Per process, the tracker keeps the last request history of each recent
 conversation (a shallow copy of the message list and one :class:`MessageFacts`
 per message). A request is placed by, in order:
 
+0. a summarizer's call (``inference.summarizer``) is placed in the conversation it
+   draws on and remembered nowhere (not a turn); a request carrying its answer is
+   that conversation's compaction;
 1. the id the application gave, when there is one;
 2. its *anchor* (system prompt + messages up to the first user message): the
    most recent conversation with that anchor whose last history the request
@@ -61,6 +64,7 @@ from otel_compaction.inference.summarizer import (
     SNIPPET_MESSAGES,
     SUMMARY_FALL,
     SYSTEM_ROLES,
+    TRANSCRIPT_CHARS,
     asks_to_summarize,
     carries_text,
     carrying,
@@ -889,7 +893,7 @@ def _draws_on(history: _History, facts: Sequence[MessageFacts], msgs: Sequence[A
     own = {f.key for f in history.facts if f.role not in SYSTEM_ROLES}
     if any(f.role not in SYSTEM_ROLES and f.key in own for f in facts):
         return True
-    text = "\n".join(text_of(m) for m in msgs[-2:])
+    text = "\n".join(text_of(m) for m in msgs[-2:])[-TRANSCRIPT_CHARS:]
     return carries_text(text, [*history.messages[-SNIPPET_MESSAGES:], *history.expected])
 
 

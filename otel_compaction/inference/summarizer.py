@@ -42,6 +42,9 @@ looking for a summarize instruction or a summary marker."""
 SNIPPET_CHARS = 160
 """Characters of a remembered message looked for in a summarizer's request (a transcript
 pasted as text rather than sent as messages)."""
+TRANSCRIPT_CHARS = 65_536
+"""Characters at the end of a summarizer's last two messages searched for those openings
+(a transcript ends with the latest messages), so a huge prompt costs no more."""
 SNIPPET_MIN = 64
 """Messages shorter than this are not looked for as text (too common to tell histories apart)."""
 SNIPPET_MESSAGES = 4
