@@ -18,6 +18,11 @@ calls without the hook (a summarize instruction, no tools offered); the hook als
 covers a summarizer prompt that says nothing of summaries, or one that offers tools
 (strands gives a ``summarization_agent`` with none a no-op tool).
 
+Where the framework configures its own context window, the hook passes it on:
+strands' ``Agent.invoke_async`` (behind ``Agent.__call__`` too) opens a framework call,
+not internal, carrying the agent model's ``context_window_limit`` as
+``FrameworkCall.window`` for every model call the agent makes.
+
 Each hook is optional: nothing is imported until the application imports the
 framework (a post-import hook), and a framework release without the method is
 skipped. ``CompactionInstrumentor`` installs them; ``uninstall`` restores the methods.
@@ -34,7 +39,12 @@ import wrapt
 from opentelemetry.instrumentation.utils import unwrap
 
 from otel_compaction.instrument import _runtime
-from otel_compaction.instrument._framework import FrameworkCall, enter_call, exit_call
+from otel_compaction.instrument._framework import (
+    FrameworkCall,
+    current_call,
+    enter_call,
+    exit_call,
+)
 
 __all__ = ["HOOKS", "install_when_imported", "uninstall"]
 
@@ -42,6 +52,13 @@ PYDANTIC_AI = "pydantic-ai"
 STRANDS = "strands-agents"
 
 HOOKS: tuple[tuple[str, str, str, str, bool], ...] = (
+    (
+        "strands.agent.agent",
+        "Agent",
+        "invoke_async",
+        STRANDS,
+        True,
+    ),
     (
         "pydantic_ai.capabilities.process_history",
         "ProcessHistory",
@@ -57,7 +74,10 @@ HOOKS: tuple[tuple[str, str, str, str, bool], ...] = (
         False,
     ),
 )
-"""(module, class, method, framework, async) of every summarization hook."""
+"""(module, class, method, framework, async) of every hook: the summarization hooks, and
+strands' ``Agent.invoke_async`` (behind ``Agent.__call__`` too), which opens a framework
+call (not internal) that carries the agent model's ``context_window_limit`` as ``window``."""
+SUMMARIZERS = frozenset({"before_model_request", "_generate_summary"})
 
 
 class _Hooks:
@@ -73,16 +93,29 @@ class _Hooks:
 _hooks = _Hooks()
 
 
-def _open(framework: str) -> tuple[FrameworkCall, Any] | None:
-    """Open an internal framework call (None when disarmed or on an internal error)."""
+def _open(framework: str, method: str, instance: Any) -> tuple[FrameworkCall, Any] | None:
+    """Open a framework call: internal around a summarizer, else carrying the framework's
+    configured window (None when disarmed or on an internal error)."""
     if not _hooks.armed:
         return None
     try:
-        call = FrameworkCall(conversation_id="", internal=True, framework=framework)
+        internal = method in SUMMARIZERS
+        if not internal and (outer := current_call()) is not None and outer.internal:
+            return None  # an agent run inside a summarizer (a summarization_agent) stays its
+        window = None if internal else _window(instance)
+        call = FrameworkCall(
+            conversation_id="", internal=internal, framework=framework, window=window
+        )
         return call, enter_call(call)
     except Exception:  # noqa: BLE001 - never break the host: logged once, counted
         _runtime.guard().failed("context")
         return None
+
+
+def _window(agent: Any) -> int | None:
+    """A strands agent model's ``context_window_limit``, when it is a positive int."""
+    limit = getattr(getattr(agent, "model", None), "context_window_limit", None)
+    return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
 
 
 def _close(opened: tuple[FrameworkCall, Any] | None) -> None:
@@ -90,9 +123,9 @@ def _close(opened: tuple[FrameworkCall, Any] | None) -> None:
         exit_call(*opened)
 
 
-def _sync_wrapper(framework: str) -> Callable[..., Any]:
+def _sync_wrapper(framework: str, method: str) -> Callable[..., Any]:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: Any, kwargs: Any) -> Any:
-        opened = _open(framework)
+        opened = _open(framework, method, instance)
         try:
             return wrapped(*args, **kwargs)
         finally:
@@ -101,12 +134,12 @@ def _sync_wrapper(framework: str) -> Callable[..., Any]:
     return wrapper
 
 
-def _async_wrapper(framework: str) -> Callable[..., Any]:
+def _async_wrapper(framework: str, method: str) -> Callable[..., Any]:
     def wrapper(
         wrapped: Callable[..., Awaitable[Any]], instance: Any, args: Any, kwargs: Any
     ) -> Awaitable[Any]:
         async def run() -> Any:
-            opened = _open(framework)
+            opened = _open(framework, method, instance)
             try:
                 return await wrapped(*args, **kwargs)
             finally:
@@ -126,7 +159,7 @@ def _wrap(module: Any, class_name: str, method: str, framework: str, is_async: b
         if not _hooks.armed or any(o is cls and m == method for o, m in _hooks.wrapped):
             return
         factory = _async_wrapper if is_async else _sync_wrapper
-        wrapt.wrap_function_wrapper(cls, method, factory(framework))
+        wrapt.wrap_function_wrapper(cls, method, factory(framework, method))
         _hooks.wrapped.append((cls, method))
 
 

@@ -42,7 +42,8 @@ def drive(venv: str, driver: str, *args: str, windows: str) -> dict[str, Any]:
 
 def host_view(result: dict[str, Any]) -> dict[str, Any]:
     """What the host sees of a run (its results and the requests it sent), without telemetry."""
-    return {k: v for k, v in result.items() if k not in ("spans", "findings")}
+    telemetry = ("spans", "findings", "framework_windows")
+    return {k: v for k, v in result.items() if k not in telemetry}
 
 
 def inference_spans(result: dict[str, Any]) -> list[dict[str, Any]]:

@@ -85,3 +85,11 @@ def test_no_finding_is_raised(runs: tuple[dict[str, Any], dict[str, Any]]) -> No
     goal, decisions, errors and next steps: nothing to flag."""
     on, _ = runs
     assert on["findings"] == []
+
+
+def test_the_agents_context_window_limit_is_passed_on(
+    runs: tuple[dict[str, Any], dict[str, Any]],
+) -> None:
+    """The agent's calls run inside a framework call carrying ``context_window_limit``."""
+    on, _ = runs
+    assert on["framework_windows"] == [10_000]

@@ -48,8 +48,17 @@ def _script(request: RecordedRequest) -> Reply:
 _script.agent_calls = 0  # type: ignore[attr-defined]
 
 
+WINDOWS_SEEN: set[int | None] = set()
+"""The window of the framework call open while a tool runs (instrumented runs only)."""
+
+
 def read_file(path: str) -> str:
     """Read a file of the service (returns its text)."""
+    if "otel_compaction.instrument.frameworks" in sys.modules:
+        from otel_compaction.instrument._framework import current_call
+
+        call = current_call()
+        WINDOWS_SEEN.add(call.window if call is not None else None)
     return f"# {path}\n" + "\n".join(f"SETTING_{i} = {i * 7} # {path} line {i}" for i in range(90))
 
 
@@ -93,6 +102,8 @@ def main() -> None:
     with instrumented(on) as capture, api.serve() as base_url:
         result = run(base_url, sys.argv[2] if len(sys.argv) > 2 else "model")
     result["requests"] = requests(api, _is_summarizer)
+    if on:
+        result["framework_windows"] = sorted(WINDOWS_SEEN, key=str)
     emit(result, capture)
 
 
