@@ -4,6 +4,9 @@ Per process, the tracker keeps the last request history of each recent
 conversation (a shallow copy of the message list and one :class:`MessageFacts`
 per message). A request is placed by, in order:
 
+0. a summarizer's call (``inference.summarizer``) is placed in the conversation it
+   draws on and remembered nowhere (not a turn); a request carrying its answer is
+   that conversation's compaction;
 1. the id the application gave, when there is one;
 2. its *anchor* (system prompt + messages up to the first user message): the
    most recent conversation with that anchor whose last history the request
@@ -55,6 +58,21 @@ from otel_compaction.inference.rewrite import (
     edited_in_place,
     infer_rewrite,
     replaced_whole,
+    summarized,
+)
+from otel_compaction.inference.summarizer import (
+    SNIPPET_MESSAGES,
+    SUMMARY_FALL,
+    SYSTEM_ROLES,
+    TRANSCRIPT_CHARS,
+    asks_to_summarize,
+    carries_text,
+    carrying,
+    last_text,
+    marked_summary,
+    output_needle,
+    system_keys,
+    system_text,
 )
 from otel_compaction.lineage.text import survival
 from otel_compaction.signals.tokens import tokens_for_chars
@@ -74,11 +92,16 @@ MAX_PER_ANCHOR = 8
 TAIL_KEYS = 8
 MAX_SUMMARIES = 4096
 ANCHOR_MESSAGES = 4
+MAX_OUTPUTS = 64
+"""Summarizer answers waiting for the request that carries them (one per conversation)."""
 MAX_HEADS = 1024
 """Anchor messages whose facts are cached by identity (strong references, bounded)."""
 RECENT_PLACED = 8
 """Conversations remembered per thread or asyncio task as candidates of a whole-history
 replacement (the most recently placed last)."""
+RECENT_SUMMARIZED = 8
+"""The process's most recently used conversations a summarizer's call is matched against
+besides those of its own thread or task (``inference.summarizer``)."""
 WHOLE_HISTORY_CARRY = 0.3
 """Share of a replacement's word 5-grams that must occur in the text of the conversation
 it replaces (tool outputs, the task, the last response). A summary restates the task
@@ -89,6 +112,9 @@ beyond its task (tool outputs, replies), unless the task is restated whole."""
 WHOLE_HISTORY_TASK = 0.8
 """Share of the replaced task's word 5-grams the replacing text must restate when little
 of the rest of the history shows in it (a compaction one call after the task)."""
+WHOLE_HISTORY_TASK_LENGTH = 1.5
+"""Far from pressure, a replacing text at most this many times as long as the task it
+replaces is a task (another agent's, with the same statement), not a summary of the work."""
 WHOLE_HISTORY_CARRY_ALONE = 0.6
 """The same share when the replaced conversation was not at pressure (a compaction on a
 schedule, or one whose last step added more than the measured context shows)."""
@@ -129,6 +155,9 @@ class Placement:
         rewrite: the compaction this request's history shows, if any.
         context_chars: characters of the whole request history.
         first: the conversation's first call seen.
+        summarizer: the request is a summarizer's call drawing on ``conversation_id``
+            (``inference.summarizer``): the compaction's cost, not a turn; nothing of it
+            was remembered.
     """
 
     conversation_id: str
@@ -137,6 +166,16 @@ class Placement:
     rewrite: Rewrite | None = None
     context_chars: int = 0
     first: bool = False
+    summarizer: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Asking:
+    """What the placement of one request reads besides its messages."""
+
+    system: Any
+    tools: bool | None
+    """Whether the request offers tools (None: unknown)."""
 
 
 def _anchor(system_key: int, facts: Sequence[MessageFacts]) -> int:
@@ -204,6 +243,10 @@ class HistoryTracker:
     _heads: OrderedDict[int, tuple[Any, MessageFacts]] = field(
         default_factory=OrderedDict, init=False
     )
+    _outputs: OrderedDict[str, str] = field(default_factory=OrderedDict, init=False)
+    """Per conversation, the opening of a summarizer's answer no request has carried yet."""
+    _asking: _Asking | None = field(default=None, init=False)
+    """The request being placed (set under the lock, for the summarizer checks)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _retained: int = field(default=0, init=False)
     """Messages held by all histories (``max_messages`` bounds it)."""
@@ -224,15 +267,30 @@ class HistoryTracker:
         system: Any,
         messages: Sequence[Any],
         model: str | None = None,
+        *,
+        tools: bool | None = None,
+        summarizer: bool = False,
     ) -> Placement:
-        """Place one request and remember its history as its conversation's last."""
+        """Place one request and remember its history as its conversation's last.
+
+        ``tools``: whether the request offers tools. ``summarizer``: the request is known
+        to be a summarizer's call (made inside a framework's summarization hook): it is
+        placed in the conversation it draws on and remembered nowhere. A request found
+        to be one by its own evidence (``inference.summarizer``) is treated alike.
+        """
         system_key = fingerprint(system)[0] if system else 0
         with self._lock:
             self._expire()
-            if given_id is not None:
-                placement = self._place_given(given_id, system_key, messages, model)
-            else:
-                placement = self._place_inferred(system_key, messages, model)
+            self._asking = _Asking(system, tools)
+            try:
+                if summarizer:
+                    placement = self._forced_summarizer(given_id, system_key, messages)
+                elif given_id is not None:
+                    placement = self._place_given(given_id, system_key, messages, model)
+                else:
+                    placement = self._place_inferred(system_key, messages, model)
+            finally:
+                self._asking = None
         recent = self._recent.get()
         cid = placement.conversation_id
         if not recent or recent[-1] != cid:
@@ -309,6 +367,16 @@ class HistoryTracker:
         facts = [describe(m) for m in msgs]
         if history is None:
             return self._store(cid, system_key, msgs, facts, model, inferred=False, first=True)
+        asked = self._summarizer_of([history], system_key, facts, msgs, inferred=False)
+        if asked is not None:
+            return asked
+        carried = self._carrying_output(facts, msgs, only=cid)
+        if carried is not None:
+            start = carried[1].new_start if carried[1] else common_head(history.facts, facts)
+            return self._store(
+                cid, system_key, msgs, facts, model, inferred=False, rewrite=carried[1],
+                start=start,
+            )  # fmt: skip
         rewrite = self._shrinking(history, facts, msgs) or self._rewrite(history, facts, msgs)
         start = rewrite.new_start if rewrite else common_head(history.facts, facts)
         return self._store(
@@ -343,6 +411,12 @@ class HistoryTracker:
             return extended
         msgs = tuple(messages)
         facts = head + [describe(m) for m in msgs[len(head) :]]
+        asked = self._summarizer_of(self._recent_histories(), system_key, facts, msgs)
+        if asked is not None:
+            return asked
+        carried = self._carrying_output(facts, msgs)
+        if carried is not None:
+            return self._continue(carried[0], system_key, msgs, facts, model, carried[1])
         rewritten = self._best_rewrite(candidates, facts, msgs)
         if rewritten is not None:
             history, rewrite = rewritten
@@ -384,15 +458,18 @@ class HistoryTracker:
             rewrite = self._replacement(history, facts, msgs)
             if rewrite is None:
                 continue
+            pressed = self._was_at_pressure(history)
+            if not pressed and not _falls(rewrite):
+                continue  # far from pressure, a replacement that reclaims little is none
             if text is None:
                 text = ["\n".join(text_of(m) for m in rewrite.inserted)]
-            carried = _carried(text, [text_of(m) for m in rewrite.dropped])
-            if self._was_at_pressure(history):
-                needed = WHOLE_HISTORY_CARRY
-            elif rewrite.inserted_chars < rewrite.dropped_chars:
-                needed = WHOLE_HISTORY_CARRY_ALONE
+            if marked_summary(text[0]) and _falls(rewrite):
+                carried = 1.0  # says it is a summary, and is much shorter: no carry needed
+            elif not pressed and _restates_task_only(rewrite):
+                continue  # far from pressure, another agent's task (the same statement)
             else:
-                continue
+                carried = _carried(text, [text_of(m) for m in rewrite.dropped])
+            needed = WHOLE_HISTORY_CARRY if pressed else WHOLE_HISTORY_CARRY_ALONE
             if carried >= needed and (best is None or carried > best[0]):
                 best = (carried, history, rewrite)
         return None if best is None else (best[1], best[2])
@@ -544,6 +621,105 @@ class HistoryTracker:
                 return history
         return None
 
+    # ------------------------------------------------------------ summarizer calls
+
+    def remember_summarizer_output(self, conversation_id: str, text: str) -> None:
+        """A summarizer's answer for the conversation: the request that carries it next is
+        the conversation's compaction (``inference.summarizer``)."""
+        needle = output_needle(text)
+        if needle is None:
+            return
+        with self._lock:
+            self._outputs[conversation_id] = needle
+            self._outputs.move_to_end(conversation_id)
+            while len(self._outputs) > MAX_OUTPUTS:
+                self._outputs.popitem(last=False)
+
+    def _recent_histories(self) -> list[_History]:
+        """The conversations a summarizer's call may draw on, the likeliest first: those
+        last placed in this thread or task, then the process's most recently used (a
+        framework may make each model call in a task of its own, so the summarizer's
+        context need not have seen the agent's calls)."""
+        found = [self._by_id.get(cid) for cid in reversed(self._recent.get())]
+        ordered = [history for history in found if history is not None]
+        for history in itertools.islice(reversed(self._by_id.values()), RECENT_SUMMARIZED):
+            if history not in ordered:
+                ordered.append(history)
+        return ordered
+
+    def _summarizer_of(
+        self,
+        candidates: Sequence[_History],
+        system_key: int,
+        facts: list[MessageFacts],
+        msgs: tuple[Any, ...],
+        *,
+        inferred: bool = True,
+    ) -> Placement | None:
+        """The placement of a request that is a summarizer's call drawing on one of
+        ``candidates`` by its own evidence: no tools offered, a summarize instruction in
+        its last message, or in a system prompt that is not the conversation's own."""
+        asking = self._asking
+        if asking is None or asking.tools or not candidates:
+            return None
+        in_last = asks_to_summarize(last_text(facts))
+        if not in_last and not asks_to_summarize(system_text(asking.system, facts)):
+            return None
+        keys = system_keys(system_key, facts)
+        for history in candidates:
+            if not in_last and system_keys(history.system_key, history.facts) == keys:
+                continue  # the agent's own prompt asks for summaries: its turn
+            if _draws_on(history, facts, msgs):
+                return _summarizer_placement(history.conversation_id, facts, inferred)
+        return None
+
+    def _forced_summarizer(
+        self, given_id: str | None, system_key: int, messages: Sequence[Any]
+    ) -> Placement:
+        """A call a framework's summarization hook made: in the conversation it draws on
+        (the given one, else the most recent of this thread or task it carries messages
+        of, else the most recent), remembered nowhere."""
+        del system_key
+        msgs = tuple(messages)
+        facts = [describe(m) for m in msgs]
+        history = self._by_id.get(given_id) if given_id is not None else None
+        if history is None and given_id is None:
+            recent = self._recent_histories()
+            drawn = (h for h in recent if _draws_on(h, facts, msgs))
+            history = next(drawn, recent[0] if recent else None)
+        cid = history.conversation_id if history is not None else None
+        cid = cid or given_id or new_conversation_id()
+        return _summarizer_placement(cid, facts, given_id is None)
+
+    def _asks_after(self, history: _History, new: list[MessageFacts]) -> bool:
+        """An extension of ``history`` that is a summarizer's call: in place of the response
+        it got, a message asking to summarize it, with no tools offered."""
+        asking = self._asking
+        if not history.expected or not new or asking is None or asking.tools:
+            return False
+        if any(f.is_assistant or f.tool_results for f in new):
+            return False
+        return asks_to_summarize(last_text(new))
+
+    def _carrying_output(
+        self, facts: list[MessageFacts], msgs: tuple[Any, ...], only: str | None = None
+    ) -> tuple[_History, Rewrite | None] | None:
+        """The conversation whose summarizer's answer the request carries, and the rewrite
+        around it (None when it replaced nothing); None when it carries none."""
+        if not self._outputs:
+            return None
+        for cid, needle in reversed(list(self._outputs.items())):
+            history = self._by_id.get(cid)
+            if history is None or (only is not None and cid != only):
+                continue
+            at = carrying(msgs, needle)
+            if at is None:
+                continue
+            del self._outputs[cid]
+            old_facts, old_messages = _sent_back(history)
+            return history, summarized(old_facts, facts, old_messages, msgs, at)
+        return None
+
     # ------------------------------------------------------------ storage
 
     def _extend(self, history: _History, added: list[Any], *, inferred: bool) -> Placement:
@@ -555,6 +731,14 @@ class HistoryTracker:
             # The copy must stay aligned with the facts: take the messages back out.
             del history.messages[len(history.facts) :]
             raise
+        if self._outputs:
+            self._outputs.pop(history.conversation_id, None)  # went on without the summary
+        if self._asks_after(history, new):
+            del history.messages[len(history.facts) :]  # a summarizer's call: nothing kept
+            chars = history.chars + sum(f.chars for f in new)
+            return Placement(
+                history.conversation_id, inferred, (), context_chars=chars, summarizer=True
+            )
         replaced = self._response_replaced(history, new)
         if replaced is not None:
             msgs = tuple(history.messages)
@@ -685,6 +869,37 @@ def _sent_back(
     old_facts = [*history.facts, *(describe(m) for m in history.expected)]
     messages = history.messages if count is None else history.messages[:count]
     return old_facts, (*messages, *history.expected)
+
+
+def _falls(rewrite: Rewrite) -> bool:
+    """Whether a whole-history replacement reclaims much: it replaced at least two model
+    turns and its text is at most :data:`SUMMARY_FALL` of theirs."""
+    turns = sum(1 for m in rewrite.dropped if describe(m).is_assistant)
+    return turns >= MIN_DROPPED_TURNS and rewrite.inserted_chars <= (
+        SUMMARY_FALL * rewrite.dropped_chars
+    )
+
+
+def _restates_task_only(rewrite: Rewrite) -> bool:
+    """Whether the replacing text is no longer than :data:`WHOLE_HISTORY_TASK_LENGTH` times
+    the task it replaces: room for the task restated, none for what the history found."""
+    task = describe(rewrite.dropped[0]).chars if rewrite.dropped else 0
+    return rewrite.inserted_chars <= WHOLE_HISTORY_TASK_LENGTH * task
+
+
+def _draws_on(history: _History, facts: Sequence[MessageFacts], msgs: Sequence[Any]) -> bool:
+    """Whether a request carries messages of ``history`` (beyond its system prompt), or the
+    text of its latest ones (a transcript pasted into a prompt)."""
+    own = {f.key for f in history.facts if f.role not in SYSTEM_ROLES}
+    if any(f.role not in SYSTEM_ROLES and f.key in own for f in facts):
+        return True
+    text = "\n".join(text_of(m) for m in msgs[-2:])[-TRANSCRIPT_CHARS:]
+    return carries_text(text, [*history.messages[-SNIPPET_MESSAGES:], *history.expected])
+
+
+def _summarizer_placement(cid: str, facts: Sequence[MessageFacts], inferred: bool) -> Placement:
+    chars = sum(f.chars for f in facts)
+    return Placement(cid, inferred, (), context_chars=chars, summarizer=True)
 
 
 def _carried(new: list[str], old: list[str]) -> float:

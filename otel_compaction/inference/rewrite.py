@@ -44,6 +44,8 @@ TRIGGER_REWRITTEN = "history_rewritten"
 TRIGGER_CLEARED = "tool_outputs_cleared"
 TRIGGER_DROPPED = "messages_dropped"
 TRIGGER_REPLACED = "history_replaced"
+TRIGGER_SUMMARIZED = "summarizer_call"
+"""A rewrite whose summary a summarizer's call just wrote (``inference.summarizer``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +224,44 @@ def replaced_whole(
         inserted_chars=_chars(inserted),
         retained_chars=0,
         new_start=end,
+    )
+
+
+def summarized(
+    old: Sequence[MessageFacts],
+    new: Sequence[MessageFacts],
+    old_messages: Sequence[Any],
+    new_messages: Sequence[Any],
+    summary_at: int,
+) -> Rewrite | None:
+    """The rewrite of ``old`` into ``new`` around ``new[summary_at]``, a message carrying a
+    summarizer's answer: a kept head, the summary (in any role: it is known to be one),
+    a verbatim tail of the old history if any, then what is new. None when it replaced
+    nothing. The evidence is the summarizer's call, so no count of turns is asked for."""
+    head = min(common_head(old, new), summary_at)
+    positions = {f.key: i for i, f in enumerate(old) if i >= head}
+    j, i, r = summary_at + 1, len(old), 0
+    for index in range(summary_at + 1, len(new)):
+        found = positions.get(new[index].key)
+        if found is None:
+            continue
+        j, i = index, found
+        while j + r < len(new) and i + r < len(old) and new[j + r].key == old[i + r].key:
+            r += 1
+        break
+    dropped, inserted, retained = old[head:i], new[head:j], new[j : j + r]
+    if not dropped:
+        return None
+    return Rewrite(
+        mode=CompactionMode.LOSSY,
+        trigger=TRIGGER_SUMMARIZED,
+        dropped=tuple(old_messages[head:i]),
+        inserted=tuple(new_messages[head:j]),
+        retained=tuple(new_messages[j : j + r]),
+        dropped_chars=_chars(dropped),
+        inserted_chars=_chars(inserted),
+        retained_chars=_chars(retained),
+        new_start=j + r,
     )
 
 

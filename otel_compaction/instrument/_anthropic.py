@@ -22,6 +22,7 @@ from otel_compaction.instrument._api import (
     field_of,
     fields_of,
     int_or_none,
+    offers_tools,
     server_attributes,
 )
 from otel_compaction.semconv import CompactionMode
@@ -69,6 +70,7 @@ class AnthropicMessages:
             stream=kwargs.get("stream") is True,
             conversation_hint=_client_conversation_id(instance),
             compaction_call=_is_mapping(kwargs.get("compaction")),
+            tools=offers_tools(kwargs.get("tools")),
         )
 
     def response(self, result: Any, request: RequestInfo) -> ResponseInfo:

@@ -122,6 +122,12 @@ _MAX_SERVERS = 64
 _INT64_MAX = 2**63 - 1
 
 
+def offers_tools(*values: Any) -> bool:
+    """Whether a request's ``tools`` (or ``functions``) argument offers any: a non-empty
+    list or tuple (the SDKs' "not given" sentinels and None offer none)."""
+    return any(isinstance(v, list | tuple) and len(v) > 0 for v in values)
+
+
 def int_or_none(value: Any) -> int | None:
     """``value`` if it is a count: an int (not a bool) in 0..int64, else None.
 
@@ -153,6 +159,8 @@ class RequestInfo:
             Anthropic ``compaction=``): not a turn of the agent.
         chains_responses: a later call can continue this one by its response id
             (OpenAI Responses ``previous_response_id``), so the id is remembered.
+        tools: whether the request offers the model tools (None: not read); a
+            summarizer's call offers none (``inference.summarizer``).
     """
 
     provider: str
@@ -167,6 +175,7 @@ class RequestInfo:
     previous_response_id: str | None = None
     compaction_call: bool = False
     chains_responses: bool = False
+    tools: bool | None = None
 
 
 @dataclass(slots=True)

@@ -31,6 +31,8 @@ def begin(
         framework = scope.framework_call()
         internal = compacting is not None or (framework is not None and framework.internal)
         conversation, placement = _place(runtime, request, internal, compacting, framework)
+        summarized = placement is not None and placement.summarizer
+        internal = internal or summarized
         if conversation is not None and not internal:
             scope.note_conversation(conversation.id)
         foreign = foreign_inference_span(runtime)
@@ -47,6 +49,7 @@ def begin(
             span,
             owns_span=foreign is None,
             internal=internal,
+            summarized=summarized,
             framework=framework,
             pending=queue.claim() if queue is not None else (),
         )
@@ -79,6 +82,13 @@ def _place(
     if internal:
         if given is None and compacting is not None:
             given = compacting.conversation_ref(runtime, request)
+        elif given is None and framework is not None and request.messages is not None:
+            # A framework's summarization hook that names no conversation: the one the
+            # summarizer's request draws on (inference.summarizer), remembered nowhere.
+            placement = runtime.history.place(
+                None, request.system, request.messages, request.model, summarizer=True
+            )
+            return ConversationRef(placement.conversation_id, scope.ID_INFERRED, False), placement
         return given, None
     if request.messages is None:
         if given is None:
@@ -87,7 +97,11 @@ def _place(
         chars = sum(f.chars for f in facts)
         return given, Placement(given.id, not given.given, facts, context_chars=chars)
     placement = runtime.history.place(
-        given.id if given is not None else None, request.system, request.messages, request.model
+        given.id if given is not None else None,
+        request.system,
+        request.messages,
+        request.model,
+        tools=request.tools,
     )
     if given is None:
         given = ConversationRef(placement.conversation_id, scope.ID_INFERRED, False)

@@ -40,7 +40,7 @@ from otel_compaction.instrument._spans import (
     response_attributes,
 )
 from otel_compaction.lineage.rediscovery import key_text
-from otel_compaction.model import TurnAnalysis, TurnObservation
+from otel_compaction.model import SummarizerCost, TurnAnalysis, TurnObservation
 from otel_compaction.signals.tokens import tokens_for_chars
 
 """Makes ``finish`` run once per call (held for a flag's test and set only: one lock for
@@ -83,6 +83,7 @@ class InferenceCall:
         "span",
         "start_ns",
         "started",
+        "summarized",
     )
 
     def __init__(
@@ -97,6 +98,7 @@ class InferenceCall:
         internal: bool,
         framework: FrameworkCall | None,
         pending: Sequence[PendingItem],
+        summarized: bool = False,
     ) -> None:
         self.runtime = runtime
         self.request = request
@@ -105,6 +107,9 @@ class InferenceCall:
         self.span = span
         self.owns_span = owns_span
         self.internal = internal
+        self.summarized = summarized
+        """A summarizer's call (``inference.summarizer``): its answer is remembered as the
+        summary the conversation's next request should carry, its cost goes on the compaction."""
         self.framework = framework
         self.pending = pending
         self.start_ns = time.time_ns()
@@ -169,7 +174,7 @@ class InferenceCall:
         (the tracker's copy holds the same objects, so the extension looked plain). Read
         the history again; a prune found becomes this call's rewrite."""
         placement = self.placement
-        if placement is None or placement.rewrite is not None or placement.first:
+        if placement is None or placement.rewrite is not None or placement.first or self.internal:
             return
         last, measured = analyzer.pressure, response.input_tokens
         if last is None or measured is None or self.conversation is None:
@@ -219,6 +224,8 @@ class InferenceCall:
         response: ResponseInfo | None,
         error: BaseException | None,
     ) -> tuple[TurnAnalysis, TurnObservation] | None:
+        if self.summarized and analyzer is not None and response is not None:
+            analyzer.observe_summarizer(self._summarizer_cost(response))
         if analyzer is None or self.internal or self.request.compaction_call or error is not None:
             return None
         new = self.placement.new_facts if self.placement is not None else ()
@@ -244,6 +251,14 @@ class InferenceCall:
         if self.framework is not None:
             self.framework.mark_observed()
         return turn, observation
+
+    def _summarizer_cost(self, response: ResponseInfo) -> SummarizerCost:
+        return SummarizerCost(
+            calls=1,
+            input_tokens=response.input_tokens or 0,
+            output_tokens=response.output_tokens or 0,
+            duration_s=time.monotonic() - self.started,
+        )
 
     # ------------------------------------------------------------ telemetry
 
@@ -319,5 +334,10 @@ class InferenceCall:
             self.runtime.response_conversations.put(
                 response.response_id, (conversation.id, conversation.given)
             )
+        if self.summarized:
+            if response.output_text:
+                text = "\n".join(response.output_text)
+                self.runtime.history.remember_summarizer_output(conversation.id, text)
+            return
         if self.placement is not None and response.echo and self.request.messages is not None:
             self.runtime.history.remember_response(conversation.id, response.echo)

@@ -38,12 +38,16 @@ class FrameworkCall:
             ``thread_id``), so it may also become ``gen_ai.conversation.id``.
         internal: a middleware-internal call (the summarizer of a compaction).
         framework: the framework's name, for logs.
+        window: the context window the framework was configured with (strands'
+            ``context_window_limit``), the one its compactions work against; None
+            when it names none (then the model's window applies).
     """
 
     conversation_id: str
     id_given: bool = False
     internal: bool = False
     framework: str = "langchain"
+    window: int | None = None
     sdk_turns: int = 0
     closed: bool = False
     outer: FrameworkCall | None = field(default=None, repr=False)

@@ -19,7 +19,7 @@ from opentelemetry.instrumentation.utils import unwrap
 
 from otel_compaction._once import Once
 from otel_compaction.config import Settings
-from otel_compaction.instrument import _runtime
+from otel_compaction.instrument import _runtime, frameworks
 from otel_compaction.instrument._anthropic import AnthropicMessages
 from otel_compaction.instrument._api import ProviderApi
 from otel_compaction.instrument._managers import stream_manager_wrapper
@@ -133,6 +133,8 @@ class CompactionInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             from otel_compaction.instrument import langchain
 
             langchain.install_when_imported(runtime)
+            # pydantic-ai's and strands' summarization hooks, once the app imports them.
+            frameworks.install_when_imported()
         logger.debug("otel-compaction: instrumented %d methods", len(wrapped))
 
     def _uninstrument(self, **kwargs: Any) -> None:
@@ -144,6 +146,7 @@ class CompactionInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             from otel_compaction.instrument import langchain
 
             langchain.uninstall()
+            frameworks.uninstall()
         _runtime.uninstall()
 
 

@@ -21,6 +21,7 @@ from otel_compaction.instrument._api import (
     ServerCompaction,
     field_of,
     int_or_none,
+    offers_tools,
     server_attributes,
 )
 from otel_compaction.semconv import CompactionMode
@@ -71,6 +72,7 @@ class OpenAIChat:
             attributes=attributes,
             messages=messages if isinstance(messages, list | tuple) else None,
             stream=kwargs.get("stream") is True,
+            tools=offers_tools(kwargs.get("tools"), kwargs.get("functions")),
         )
 
     def response(self, result: Any, request: RequestInfo) -> ResponseInfo:
@@ -215,6 +217,7 @@ class OpenAIResponses:
             previous_response_id=previous if isinstance(previous, str) else None,
             compaction_call=self.compaction_call,
             chains_responses=True,
+            tools=offers_tools(kwargs.get("tools")),
         )
 
     def response(self, result: Any, request: RequestInfo) -> ResponseInfo:

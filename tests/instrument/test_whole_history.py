@@ -141,12 +141,13 @@ def test_a_replacement_in_another_thread_is_not_joined(
 def test_below_pressure_a_summary_carrying_half_the_history_is_a_new_conversation(
     cap: Capture, instrumented: CompactionInstrumentor
 ) -> None:
-    """Under the default 200k window the history is far from pressure: a summary that
-    carries half of it (enough at pressure) is a new conversation."""
+    """Under the default 200k window the history is far from pressure: a text that carries
+    half of it (enough at pressure) and does not say it is a summary is a new conversation
+    (one that says so is a compaction: tests/instrument/test_inference_edges.py)."""
     agent = Agent(reading_client())
     for _ in range(6):
         agent.turn()
-    agent.replace_all(_loose_summary())
+    agent.replace_all(_loose_summary().replace("Summary of the work so far.", "Notes."))
     agent.turn()
     spans = [attrs(s) for s in chat_spans(cap)]
     assert spans[6][sc.CONVERSATION_ID] != spans[0][sc.CONVERSATION_ID]
