@@ -17,7 +17,9 @@ def test_json_report_has_the_design_shape(capsys: pytest.CaptureFixture[str]) ->
     """--format json prints the report of docs/analyze.md with the livelock finding; exit 0."""
     assert main(["analyze", LIVELOCK, "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert set(report) == {"conversations", "findings", "skipped"}
+    assert set(report) == {
+        "conversations", "findings", "skipped", "skipped_summary", "continuations"
+    }  # fmt: skip
     assert report["conversations"] == [
         {"id": "4e1f0c5a-livelock-0004", "turns": 93, "compactions": 11, "max_generation": 10}
     ]
@@ -78,7 +80,12 @@ def test_empty_file_and_file_without_compaction(capsys: pytest.CaptureFixture[st
         ],
         "findings": [],
         "skipped": [{"file": empty, "line": None, "error": "empty file: nothing to analyze"}],
-    }
+        "skipped_summary": {
+            "lines": 0, "by_reason": {}, "by_file": {}, "files_unreadable": [],
+            "files_empty": [empty],
+        },
+        "continuations": [],
+    }  # fmt: skip
     assert f"{empty} is empty: nothing to analyze" in captured.err
     assert main(["analyze", empty]) == 0
     assert f"empty files (nothing to analyze):\n  {empty}\n" in capsys.readouterr().out
