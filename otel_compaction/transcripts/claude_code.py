@@ -171,18 +171,20 @@ class _Reader:
     def _first_reading(self, record: dict[str, Any]) -> bool:
         """Whether the record is read now; a repeated boundary also drops the summary after it."""
         sidechain = record.get("isSidechain") is True
-        claimed = self._ledger.claim(_record_key(record), self._file, sidechain)
-        if record.get("subtype") == "compact_boundary":
-            boundary = _boundary_key(record)
-            if boundary is not None:
-                claimed = self._ledger.claim(boundary, self._file) and claimed
-            if not claimed:
-                self._skip_summaries.add(self._conversation_key(record))
-        elif record.get("isCompactSummary") is True and claimed:
+        boundary = _boundary_key(record) if record.get("subtype") == "compact_boundary" else None
+        keys = (_record_key(record),) if boundary is None else (_record_key(record), boundary)
+        claimed = self._ledger.claim(keys, self._file, sidechain)
+        if boundary is not None or record.get("subtype") == "compact_boundary":
+            cid = self._conversation_key(record)
+            if claimed:
+                self._skip_summaries.discard(cid)
+            else:
+                self._skip_summaries.add(cid)
+        elif record.get("isCompactSummary") is True:
             cid = self._conversation_key(record)
             if cid in self._skip_summaries:
                 self._skip_summaries.discard(cid)
-                return False  # the summary of a repeated boundary, under a new uuid
+                return False  # the summary of a repeated boundary (under a new uuid or not)
         return claimed
 
     def finish(self) -> Iterator[Event]:

@@ -10,14 +10,19 @@ shared by every file of one run remembers each record read (by a 64-bit digest o
 ``uuid``, or of its content when it has none) and the file that held it first; a record
 seen before is a repeat, read once, and the ledger counts which file repeats which.
 
-What it costs: one dictionary entry (about 100 bytes) per record read, whatever the
-record's size.
+What it costs: 24 bytes per record read at most (an open-addressing table of 64-bit
+digests and file numbers, at most half full), whatever the record's size. Two records
+share a digest with odds of about n²/2⁶⁵ (one in 37 million for a million records).
 """
 
 from __future__ import annotations
 
 import hashlib
+from array import array
 from dataclasses import dataclass
+
+_EMPTY = 0
+"""A free slot of the table (a digest of 0 is stored as 1)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +57,7 @@ class RecordLedger:
     __slots__ = ("_added", "_files", "_first", "_opens_with_copy", "_repeats", "_sidechain")
 
     def __init__(self) -> None:
-        self._first: dict[int, int] = {}
+        self._first = _DigestTable()
         self._files: list[str] = []
         self._added: list[int] = []
         self._repeats: dict[tuple[int, int], int] = {}
@@ -67,17 +72,19 @@ class RecordLedger:
         self._sidechain.append(False)
         return len(self._files) - 1
 
-    def claim(self, key: str, file: int, sidechain: bool = False) -> bool:
-        """Whether the record ``key`` of ``file`` is read now (False: read before, in this
-        file or an earlier one, whose repeat is counted). ``sidechain``: the file's first
-        record says it is a sub-agent's transcript."""
-        digest = int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big")
-        first = self._first.get(digest)
+    def claim(self, keys: tuple[str, ...], file: int, sidechain: bool = False) -> bool:
+        """Whether a record of ``file`` is read now: none of its ``keys`` (its ``uuid``,
+        and what else names it) was seen before. A repeat, of this file or an earlier one,
+        is counted once. ``sidechain``: the file's first record is a sub-agent's."""
+        digests = [_digest(key) for key in keys]
+        first = next((f for d in digests if (f := self._first.get(d)) is not None), None)
         if self._opens_with_copy[file] is None:
             self._opens_with_copy[file] = first is not None and first != file
             self._sidechain[file] = sidechain
+        for digest in digests:
+            if self._first.get(digest) is None:
+                self._first.put(digest, file)
         if first is None:
-            self._first[digest] = file
             self._added[file] += 1
             return True
         if first != file:
@@ -106,3 +113,53 @@ class RecordLedger:
             own = self._added[child] - (count if child == first else 0)
             out.append(Continuation(self._files[child], self._files[parent], count, own))
         return out
+
+
+def _digest(key: str) -> int:
+    """A 64-bit digest of ``key``, never 0 (the table's free slot)."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big") or 1
+
+
+class _DigestTable:
+    """64-bit digest -> file number, in two flat arrays with linear probing (12 bytes a
+    slot, kept at most half full): a ``dict`` of ints costs about 90 bytes an entry."""
+
+    __slots__ = ("_count", "_files", "_keys", "_mask")
+
+    def __init__(self, slots: int = 1024) -> None:
+        self._keys = array("Q", bytes(8 * slots))
+        self._files = array("I", bytes(4 * slots))
+        self._mask = slots - 1
+        self._count = 0
+
+    def get(self, digest: int) -> int | None:
+        """The file number stored for ``digest``, or None."""
+        keys, mask = self._keys, self._mask
+        slot = digest & mask
+        while (key := keys[slot]) != _EMPTY:
+            if key == digest:
+                return self._files[slot]
+            slot = (slot + 1) & mask
+        return None
+
+    def put(self, digest: int, file: int) -> None:
+        """Store a digest not yet in the table."""
+        if 2 * (self._count + 1) > len(self._keys):
+            self._grow()
+        keys, mask = self._keys, self._mask
+        slot = digest & mask
+        while keys[slot] != _EMPTY:
+            slot = (slot + 1) & mask
+        keys[slot] = digest
+        self._files[slot] = file
+        self._count += 1
+
+    def _grow(self) -> None:
+        old = zip(self._keys, self._files, strict=True)
+        slots = 2 * len(self._keys)
+        self._keys = array("Q", bytes(8 * slots))
+        self._files = array("I", bytes(4 * slots))
+        self._mask, self._count = slots - 1, 0
+        for key, file in old:
+            if key != _EMPTY:
+                self.put(key, file)
