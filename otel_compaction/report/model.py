@@ -4,11 +4,15 @@ The JSON form is the machine-readable report of docs/analyze.md#the-report::
 
     {"conversations": [{"id", "turns", "compactions", "max_generation"}],
      "findings": [{"kind", "conversation_id", "compaction_id", "turn", "reason", "rule"}],
-     "skipped": [{"file", "line", "error"}]}
+     "skipped": [{"file", "line", "error"}],
+     "skipped_summary": {"lines", "by_reason", "by_file", "files_unreadable", "files_empty"},
+     "continuations": [{"file", "continues", "repeated_records", "new_records"}]}
 
 ``turn`` of a finding is the turn index at which the compaction happened;
 ``skipped`` lists what was not analyzed: whole files first (``line`` null: a file
-that could not be read, or an empty one), then the input lines.
+that could not be read, or an empty one), then the input lines; ``skipped_summary``
+counts them all (``report.skips``); ``continuations`` names the files that continue
+others, whose repeated records were read once (``transcripts.ledger``).
 """
 
 from __future__ import annotations

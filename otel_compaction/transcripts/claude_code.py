@@ -38,8 +38,6 @@ and a note on stderr names what was missing.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +56,7 @@ from otel_compaction.transcripts.events import (
 from otel_compaction.transcripts.ledger import RecordLedger
 from otel_compaction.transcripts.lines import RECORD_ERRORS, Diagnostics, read_json_lines
 from otel_compaction.transcripts.progress import Progress
+from otel_compaction.transcripts.read_once import ReadOnce
 from otel_compaction.transcripts.text import (
     arguments_text,
     as_int,
@@ -147,16 +146,14 @@ class _Reader:
         self._diagnostics = diagnostics
         self._session: str | None = None
         self._conversations: dict[str, _Conversation] = {}
-        self._ledger = ledger
-        self._file = ledger.start_file(str(path))
-        self._skip_summaries: set[str] = set()
+        self._once = ReadOnce(ledger, str(path), self._conversation_key)
 
     def record(self, record: dict[str, Any], line: int) -> Iterator[Event]:
         """The events one record (at ``line``) completes."""
         kind = record.get("type")
         if kind not in ("assistant", "user", "system"):
             return
-        if not self._first_reading(record):
+        if not self._once.first_reading(record):
             return  # a record repeated from earlier in this file or in another one
         conv, info = self._conversation(record)
         if info is not None:
@@ -167,25 +164,6 @@ class _Reader:
             yield from self._user(conv, record)
         else:
             yield from self._system(conv, record, line)
-
-    def _first_reading(self, record: dict[str, Any]) -> bool:
-        """Whether the record is read now; a repeated boundary also drops the summary after it."""
-        sidechain = record.get("isSidechain") is True
-        boundary = _boundary_key(record) if record.get("subtype") == "compact_boundary" else None
-        keys = (_record_key(record),) if boundary is None else (_record_key(record), boundary)
-        claimed = self._ledger.claim(keys, self._file, sidechain)
-        if boundary is not None or record.get("subtype") == "compact_boundary":
-            cid = self._conversation_key(record)
-            if claimed:
-                self._skip_summaries.discard(cid)
-            else:
-                self._skip_summaries.add(cid)
-        elif record.get("isCompactSummary") is True:
-            cid = self._conversation_key(record)
-            if cid in self._skip_summaries:
-                self._skip_summaries.discard(cid)
-                return False  # the summary of a repeated boundary (under a new uuid or not)
-        return claimed
 
     def finish(self) -> Iterator[Event]:
         """Flush what the end of the file completes."""
@@ -297,26 +275,6 @@ class _Reader:
             timestamp=when,
         )
         yield from _flush_compaction(conv)
-
-
-def _record_key(record: dict[str, Any]) -> str:
-    """What makes a record the same record: its uuid, else its whole content."""
-    uuid = record.get("uuid")
-    if isinstance(uuid, str) and uuid:
-        return uuid
-    text = json.dumps(record, sort_keys=True, default=str)
-    return "#" + hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-
-
-def _boundary_key(record: dict[str, Any]) -> str | None:
-    """What makes a ``compact_boundary`` the same compaction under another ``uuid``: the
-    message it followed, its size before, trigger and time (None without that message)."""
-    parent = record.get("logicalParentUuid")
-    meta = record.get("compactMetadata")
-    if not isinstance(parent, str) or not parent or not isinstance(meta, dict):
-        return None
-    fields = (parent, meta.get("preTokens"), meta.get("trigger"), record.get("timestamp"))
-    return "boundary\x00" + "\x00".join(str(v) for v in fields)
 
 
 def _remember(conv: _Conversation, key: str) -> None:
