@@ -25,7 +25,10 @@ name in the body and the short one in ``event.name``; Codex the full one in
 ``event.name`` and its tracing call site in ``event_name``). The conversation key is
 ``compaction.conversation.id``, else ``gen_ai.conversation.id``, else the agent's
 ``session.id`` / ``conversation.id``, else the trace id. A record without a time
-(``timeUnixNano`` 0, as Codex sends them) is placed at its observed time.
+(``timeUnixNano`` 0, as Codex sends them) is placed at its observed time. A Claude
+Code compaction's id is derived from its conversation and time, or, with no time at
+all, from its ``event.sequence``, else its whole content (:func:`derived_compaction_id`):
+only a re-sent record is dropped as a duplicate.
 """
 
 from __future__ import annotations
