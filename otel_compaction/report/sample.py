@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from otel_compaction.model import TurnAnalysis
 
-MAX_SAMPLED = 2048
+MAX_SAMPLED = 1024
 """Turns kept per conversation at most (beside those next to a compaction)."""
 
 

@@ -32,8 +32,9 @@ def test_a_long_conversation_keeps_a_bounded_even_sample_and_exact_figures() -> 
     compaction are kept."""
     sample = TurnSample()
     turns = _turns(5 * MAX_SAMPLED + 3)
+    at = 3 * MAX_SAMPLED + 5  # a compaction between two turns off the stride
     for i, turn in enumerate(turns):
-        if i == 7_777:
+        if i == at:
             sample.mark_compaction()
         sample.add(turn)
     kept = sample.turns()
@@ -42,6 +43,6 @@ def test_a_long_conversation_keeps_a_bounded_even_sample_and_exact_figures() -> 
     assert sample.peak == max(t.pressure.token_fraction for t in turns)
     indexes = [t.turn_index for t in kept]
     assert indexes == sorted(indexes)
-    assert {turns[7_776].turn_index, turns[7_777].turn_index} <= set(indexes)
+    assert {turns[at - 1].turn_index, turns[at].turn_index} <= set(indexes)
     gaps = {b - a for a, b in itertools.pairwise(indexes)}
     assert max(gaps) <= 8
