@@ -77,12 +77,13 @@ class RecordLedger:
         and what else names it) was seen before. A repeat, of this file or an earlier one,
         is counted once. ``sidechain``: the file's first record is a sub-agent's."""
         digests = [_digest(key) for key in keys]
-        first = next((f for d in digests if (f := self._first.get(d)) is not None), None)
+        found = [self._first.get(digest) for digest in digests]
+        first = next((f for f in found if f is not None), None)
         if self._opens_with_copy[file] is None:
             self._opens_with_copy[file] = first is not None and first != file
             self._sidechain[file] = sidechain
-        for digest in digests:
-            if self._first.get(digest) is None:
+        for digest, known in zip(digests, found, strict=True):
+            if known is None:
                 self._first.put(digest, file)
         if first is None:
             self._added[file] += 1
