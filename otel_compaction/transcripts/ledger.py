@@ -10,8 +10,9 @@ shared by every file of one run remembers each record read (by a 64-bit digest o
 ``uuid``, or of its content when it has none) and the file that held it first; a record
 seen before is a repeat, read once, and the ledger counts which file repeats which.
 
-What it costs: 24 bytes per record read at most (an open-addressing table of 64-bit
-digests and file numbers, at most half full), whatever the record's size. Two records
+What it costs: 24 to 48 bytes per record read (an open-addressing table of 64-bit
+digests and file numbers, 12 bytes a slot, a quarter to a half full), whatever the
+record's size. Two records
 share a digest with odds of about n²/2⁶⁵ (one in 37 million for a million records).
 """
 

@@ -27,7 +27,7 @@ def _peak(path: Path) -> tuple[int, int]:
 
 def test_four_times_the_transcript_costs_no_more_memory_per_turn(tmp_path: Path) -> None:
     """Quadrupling a transcript (7,800 turns, 105 compactions) adds under 1.5 MB to the peak
-    (the record ledger's 24 bytes a record and the compactions' analyses), where keeping
+    (the record ledger's 24-48 bytes a record and the compactions' analyses), where keeping
     every turn's analysis added 5.7 MB; the turns are still all counted."""
     short, long = tmp_path / "short.jsonl", tmp_path / "long.jsonl"
     short_turns = write_long_session(short, SHORT)
