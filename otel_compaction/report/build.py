@@ -128,6 +128,7 @@ class ReportBuilder:
             skipped=tuple(diag.skipped),
             skipped_count=diag.skipped_count,
             skipped_by_reason=tuple(diag.by_reason.items()),
+            skipped_first=tuple(diag.first_by_reason.items()),
             skipped_by_file=tuple(diag.by_file.items()),
             continuations=tuple(continuations),
         )

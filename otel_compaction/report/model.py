@@ -5,7 +5,8 @@ The JSON form is the machine-readable report of docs/analyze.md#the-report::
     {"conversations": [{"id", "turns", "compactions", "max_generation"}],
      "findings": [{"kind", "conversation_id", "compaction_id", "turn", "reason", "rule"}],
      "skipped": [{"file", "line", "error"}],
-     "skipped_summary": {"lines", "by_reason", "by_file", "files_unreadable", "files_empty"},
+     "skipped_summary": {"lines", "by_reason", "first_by_reason", "by_file",
+                         "files_unreadable", "files_empty"},
      "continuations": [{"file", "continues", "repeated_records", "new_records"}]}
 
 ``turn`` of a finding is the turn index at which the compaction happened;
@@ -111,6 +112,8 @@ class FindingsReport:
     skipped: tuple[SkippedLine, ...] = ()
     skipped_count: int = 0
     skipped_by_reason: tuple[tuple[str, int], ...] = ()
+    skipped_first: tuple[tuple[str, str], ...] = ()
+    """Where each reason of ``skipped_by_reason`` was first met (``FILE:LINE``)."""
     skipped_by_file: tuple[tuple[str, int], ...] = ()
     continuations: tuple[Continuation, ...] = ()
     """Files that continue others (a resumed or forked session, a compaction sub-agent):
@@ -138,6 +141,7 @@ class FindingsReport:
             self.skipped_count,
             dict(self.skipped_by_reason),
             dict(self.skipped_by_file),
+            dict(self.skipped_first),
             tuple((f.path, f.error or "") for f in self.unreadable),
             tuple(f.path for f in self.empty),
         )

@@ -5,7 +5,7 @@ long, not JSON, not a request...) was reported as it was found; this is the acco
 at the end, so that a run that read nothing useful never ends quietly::
 
     skipped: 1 line in 1 file, 1 file unreadable
-      1 line: line longer than 67108864 bytes
+      1 line: line longer than 67108864 bytes (first trace.json:1)
       1 line in trace.json
       unreadable notes.txt: not OTLP/JSON traces or logs, ...
 
@@ -32,6 +32,8 @@ class SkipSummary:
     lines: int
     by_reason: tuple[tuple[str, int], ...]
     by_file: tuple[tuple[str, int], ...]
+    first_by_reason: tuple[tuple[str, str], ...] = ()
+    """Where each reason was first met, ``FILE:LINE``."""
     unreadable: tuple[tuple[str, str], ...] = ()
     """``(file, why)`` of each file that could not be read at all."""
     empty: tuple[str, ...] = ()
@@ -57,7 +59,10 @@ class SkipSummary:
 
     def details(self) -> Iterator[str]:
         """The counts behind the headline: by reason, by file, then the files skipped whole."""
-        yield from (f"{counted(n, 'line')}: {reason}" for reason, n in self.by_reason)
+        first = dict(self.first_by_reason)
+        for reason, n in self.by_reason:
+            where = f" (first {first[reason]})" if reason in first else ""
+            yield f"{counted(n, 'line')}: {reason}{where}"
         yield from (f"{counted(n, 'line')} in {file}" for file, n in self.by_file)
         yield from (f"unreadable {path}: {why}" for path, why in self.unreadable)
         yield from (f"empty {path}: nothing to analyze" for path in self.empty)
@@ -67,6 +72,7 @@ class SkipSummary:
         return {
             "lines": self.lines,
             "by_reason": dict(self.by_reason),
+            "first_by_reason": dict(self.first_by_reason),
             "by_file": dict(self.by_file),
             "files_unreadable": [{"file": path, "error": why} for path, why in self.unreadable],
             "files_empty": list(self.empty),
@@ -77,9 +83,12 @@ def summarize(
     lines: int,
     by_reason: dict[str, int],
     by_file: dict[str, int],
+    first_by_reason: dict[str, str],
     unreadable: tuple[tuple[str, str], ...] = (),
     empty: tuple[str, ...] = (),
 ) -> SkipSummary:
     """The summary of a run's skips (reasons most frequent first, files in reading order)."""
     reasons = tuple(sorted(by_reason.items(), key=lambda kv: (-kv[1], kv[0])))
-    return SkipSummary(lines, reasons, tuple(by_file.items()), unreadable, empty)
+    first = tuple((reason, first_by_reason[reason]) for reason, _ in reasons
+                  if reason in first_by_reason)  # fmt: skip
+    return SkipSummary(lines, reasons, tuple(by_file.items()), first, unreadable, empty)

@@ -80,6 +80,8 @@ class Diagnostics:
     """Every skipped line counted by :func:`reason_of` its error."""
     by_file: dict[str, int] = field(default_factory=dict)
     """Every skipped line counted by file, in the order the files were read."""
+    first_by_reason: dict[str, str] = field(default_factory=dict)
+    """Where each reason was first met (``FILE:LINE``)."""
 
     def skip(self, file: str | Path, line: int, error: str) -> None:
         """Record one skipped line."""
@@ -87,6 +89,7 @@ class Diagnostics:
         self.skipped_count += 1
         reason = reason_of(error)
         self.by_reason[reason] = self.by_reason.get(reason, 0) + 1
+        self.first_by_reason.setdefault(reason, f"{entry.file}:{line}")
         self.by_file[entry.file] = self.by_file.get(entry.file, 0) + 1
         if len(self.skipped) < MAX_KEPT:
             self.skipped.append(entry)

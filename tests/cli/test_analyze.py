@@ -81,7 +81,8 @@ def test_empty_file_and_file_without_compaction(capsys: pytest.CaptureFixture[st
         "findings": [],
         "skipped": [{"file": empty, "line": None, "error": "empty file: nothing to analyze"}],
         "skipped_summary": {
-            "lines": 0, "by_reason": {}, "by_file": {}, "files_unreadable": [],
+            "lines": 0, "by_reason": {}, "first_by_reason": {}, "by_file": {},
+            "files_unreadable": [],
             "files_empty": [empty],
         },
         "continuations": [],
@@ -233,22 +234,25 @@ def test_a_run_ends_with_what_was_skipped_and_why(
     reason = "line longer than 4096 bytes"
     assert captured.err.splitlines()[-3:] == [
         "otel-compaction analyze: skipped: 1 line in 1 file",
-        f"otel-compaction analyze:   1 line: {reason}",
+        f"otel-compaction analyze:   1 line: {reason} (first {huge}:1)",
         f"otel-compaction analyze:   1 line in {huge}",
     ]
     summary = json.loads(captured.out)["skipped_summary"]
     assert summary == {
-        "lines": 1, "by_reason": {reason: 1}, "by_file": {str(huge): 1},
+        "lines": 1, "by_reason": {reason: 1}, "first_by_reason": {reason: f"{huge}:1"},
+        "by_file": {str(huge): 1},
         "files_unreadable": [], "files_empty": [],
     }  # fmt: skip
     assert main(["analyze", str(huge), LIVELOCK]) == 0
     text = capsys.readouterr().out
-    assert text.endswith(f"skipped: 1 line in 1 file\n  1 line: {reason}\n  1 line in {huge}\n")
+    assert text.endswith(
+        f"skipped: 1 line in 1 file\n  1 line: {reason} (first {huge}:1)\n  1 line in {huge}\n"
+    )
     out = tmp_path / "report.html"
     assert main(["analyze", str(huge), LIVELOCK, "--format", "html", "-o", str(out)]) == 0
     page = out.read_text(encoding="utf-8")
     assert "skipped: 1 line in 1 file" in page
-    assert f"<code>1 line: {reason}</code>" in page
+    assert f"<code>1 line: {reason} (first {huge}:1)</code>" in page
 
 
 def test_a_run_that_skipped_nothing_says_so(capsys: pytest.CaptureFixture[str]) -> None:
