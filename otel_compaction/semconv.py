@@ -261,6 +261,10 @@ CLAUDE_CODE_AGENT_SOURCES: Final = ("sdk", "repl_main_thread")
 CLAUDE_CODE_COMPACT_SOURCE: Final = "compact"
 """``query_source`` of the summarizer's call inside a compaction (its cost, not a turn)."""
 
+# Claude Code's event numbering: what tells two of its events apart when they carry no time.
+CLAUDE_CODE_EVENT_SEQUENCE: Final = "event.sequence"
+"""Claude Code's running number of a session's events; names a compaction without a time."""
+
 # Codex CLI's own OpenTelemetry log events (``[otel]`` in ~/.codex/config.toml),
 # read by the processor; their keys are Codex's. Only ``codex.sse_event`` with
 # ``event.kind = response.completed`` says anything about a call's tokens.

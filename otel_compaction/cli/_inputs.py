@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from otel_compaction.report.build import expand_inputs, total_size
+from otel_compaction.report.model import FindingsReport
 from otel_compaction.transcripts import Diagnostics, Progress, SkippedLine
 
 MAX_PRINTED_SKIPS = 20
@@ -49,6 +50,16 @@ def progress_for(args: argparse.Namespace, paths: list[Path], command: str) -> P
 def input_paths(args: argparse.Namespace) -> list[Path]:
     """The files to read, directories expanded."""
     return expand_inputs(args.files)
+
+
+def print_run_summary(report: FindingsReport, command: str) -> None:
+    """End the run on stderr with what was skipped and why, and which files continue which."""
+    summary = report.skip_summary
+    print(f"otel-compaction {command}: {summary.headline()}", file=sys.stderr)
+    for line in summary.details():
+        print(f"otel-compaction {command}:   {line}", file=sys.stderr)
+    for continuation in report.continuations:
+        print(f"otel-compaction {command}: {continuation}", file=sys.stderr)
 
 
 def print_skip_total(diagnostics: Diagnostics, command: str) -> None:

@@ -6,7 +6,8 @@ the same engine as the live instrumentation, and prints a readable report, the
 findings JSON (``--format json``) or a self-contained HTML report
 (``--format html``). Exit status 0 whatever is found; 1 when a file could not
 be read at all (the others are still analyzed); broken lines are reported and
-skipped.
+skipped, and every run ends, on stderr and in the report, with what was skipped and
+why (counts by reason and by file) and which files continue which.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from otel_compaction.cli._inputs import (
     add_input_arguments,
     diagnostics_to_stderr,
     input_paths,
+    print_run_summary,
     print_skip_total,
     progress_for,
 )
@@ -74,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"otel-compaction analyze: cannot write {args.out}: {exc}", file=sys.stderr)
         return 1
+    finally:
+        print_run_summary(report, "analyze")
     if not paths:
         print("otel-compaction analyze: no input files found", file=sys.stderr)
         return 1

@@ -25,7 +25,10 @@ name in the body and the short one in ``event.name``; Codex the full one in
 ``event.name`` and its tracing call site in ``event_name``). The conversation key is
 ``compaction.conversation.id``, else ``gen_ai.conversation.id``, else the agent's
 ``session.id`` / ``conversation.id``, else the trace id. A record without a time
-(``timeUnixNano`` 0, as Codex sends them) is placed at its observed time.
+(``timeUnixNano`` 0, as Codex sends them) is placed at its observed time. A Claude
+Code compaction's id is derived from its conversation and time, or, with no time at
+all, from its ``event.sequence``, else its whole content (:func:`derived_compaction_id`):
+only a re-sent record is dropped as a duplicate.
 """
 
 from __future__ import annotations
@@ -124,7 +127,8 @@ def log_to_item(record: Any, name: str, resource: Mapping[str, AttrValue]) -> It
         return None if turn is None else _item(record, key, name, time_ns, ItemKind.TURN, turn)
     if name in _CC_COMPACTION:
         item = _item(record, key, name, time_ns, ItemKind.COMPACTION)
-        item.compaction = _cc_compaction(attrs, derived_compaction_id(key, time_ns), time_ns)
+        compaction_id = derived_compaction_id(key, time_ns, _sequence(record), record)
+        item.compaction = _cc_compaction(attrs, compaction_id, time_ns)
         return item
     source = as_str(attrs.get(sc.CLAUDE_CODE_QUERY_SOURCE))
     if is_summarizer(source):
@@ -192,10 +196,39 @@ def record_key(key: str, name: str, time_ns: int, record: Any) -> int:
     return int.from_bytes(digest.digest(), "big")
 
 
-def derived_compaction_id(conversation_id: str, time_ns: int) -> str:
-    """A stable id for a compaction its source gave none (the same event, the same id)."""
-    key = f"{conversation_id}\x00{time_ns}".encode()
-    return hashlib.blake2b(key, digest_size=8).hexdigest()
+def derived_compaction_id(
+    conversation_id: str, time_ns: int, sequence: int | None = None, record: Any = None
+) -> str:
+    """A stable id for a compaction its source gave none: the same event, the same id, and
+    two events told apart by what tells them apart.
+
+    An event with a time is named by its conversation and time (two compactions of one
+    session never share a nanosecond). One without a time is named by its
+    ``event.sequence`` (Claude Code numbers every event of a session), else by its whole
+    content: only a true re-send of the same record gets the same id and is dropped.
+    """
+    digest = hashlib.blake2b(digest_size=8)
+    digest.update(f"{conversation_id}\x00{time_ns}".encode())
+    if not time_ns:
+        if sequence is not None:
+            digest.update(f"\x00seq\x00{sequence}".encode())
+        elif record is not None:
+            digest.update(b"\x00record\x00" + record.SerializeToString(deterministic=True))
+    return digest.hexdigest()
+
+
+def _sequence(record: Any) -> int | None:
+    """The record's ``event.sequence``, when it has a whole number there."""
+    for kv in record.attributes:
+        if kv.key == sc.CLAUDE_CODE_EVENT_SEQUENCE:
+            value = kv.value
+            kind = value.WhichOneof("value")
+            if kind == "int_value":
+                return int(value.int_value)
+            if kind == "string_value" and value.string_value.isdigit():
+                return int(value.string_value)
+            return None
+    return None
 
 
 def _cc_compaction(

@@ -24,12 +24,15 @@ from otel_compaction.otlp.decode import Signal
 from otel_compaction.otlp.extract import Item, spans_to_items
 from otel_compaction.otlp.state import Applied, ConversationState
 from otel_compaction.report.model import ConversationReport, FileReport, FindingsReport
+from otel_compaction.report.sample import TurnSample
 from otel_compaction.transcripts import (
     TRANSCRIPT_FORMATS,
+    Continuation,
     ConversationInfo,
     Diagnostics,
     Format,
     Progress,
+    RecordLedger,
     Replayer,
     Step,
     TranscriptError,
@@ -40,6 +43,9 @@ from otel_compaction.transcripts import (
 from otel_compaction.transcripts.detect import starts_like_otlp, starts_like_otlp_logs
 from otel_compaction.transcripts.otlp import read_otlp_requests
 
+SUBAGENTS_DIRECTORY = "subagents"
+"""Where Claude Code keeps a session's sub-agent transcripts: read after the sessions."""
+
 INPUT_SUFFIXES = (".jsonl", ".json", ".ndjson")
 """Files taken from a directory given as input (recursively)."""
 
@@ -47,7 +53,7 @@ INPUT_SUFFIXES = (".jsonl", ".json", ".ndjson")
 @dataclass(slots=True)
 class _Conversation:
     info: ConversationInfo
-    turns: list[TurnAnalysis] = field(default_factory=list)
+    turns: TurnSample = field(default_factory=TurnSample)
     compactions: list[CompactionAnalysis] = field(default_factory=list)
 
 
@@ -68,11 +74,13 @@ class ReportBuilder:
 
     def add_turn(self, analysis: TurnAnalysis) -> None:
         """Record a turn's signals."""
-        self._get(analysis.conversation_id).turns.append(analysis)
+        self._get(analysis.conversation_id).turns.add(analysis)
 
     def add_compaction(self, analysis: CompactionAnalysis) -> None:
         """Record a compaction with its lineage, cycle and findings."""
-        self._get(analysis.record.conversation_id).compactions.append(analysis)
+        conversation = self._get(analysis.record.conversation_id)
+        conversation.compactions.append(analysis)
+        conversation.turns.mark_compaction()
 
     def take(self, step: Step | Applied) -> None:
         """Record whatever the engine returned for one input."""
@@ -95,16 +103,21 @@ class ReportBuilder:
                 return
 
     def build(
-        self, files: Sequence[FileReport] = (), diagnostics: Diagnostics | None = None
+        self,
+        files: Sequence[FileReport] = (),
+        diagnostics: Diagnostics | None = None,
+        continuations: Sequence[Continuation] = (),
     ) -> FindingsReport:
         """The report of everything recorded."""
         conversations = tuple(
             ConversationReport(
                 conversation_id=cid,
-                turns=tuple(c.turns),
+                turns=c.turns.turns(),
                 compactions=tuple(c.compactions),
                 agent=c.info.agent,
                 source=c.info.source,
+                counted_turns=c.turns.last_index,
+                turn_peak=c.turns.peak,
             )
             for cid, c in self._conversations.items()
         )
@@ -114,6 +127,10 @@ class ReportBuilder:
             files=tuple(files),
             skipped=tuple(diag.skipped),
             skipped_count=diag.skipped_count,
+            skipped_by_reason=tuple(diag.by_reason.items()),
+            skipped_first=tuple(diag.first_by_reason.items()),
+            skipped_by_file=tuple(diag.by_file.items()),
+            continuations=tuple(continuations),
         )
 
     def _get(self, conversation_id: str) -> _Conversation:
@@ -161,7 +178,11 @@ def analyze_files(
     settings = settings or Settings.from_env()
     diagnostics = diagnostics or Diagnostics()
     run = _Run(settings, diagnostics, progress)
-    files = [run.read(path) for path in paths]
+    # Sessions before their sub-agents' transcripts (Claude Code's ``<session>/subagents/``):
+    # a compaction sub-agent starts with a copy of its session, which must stay the session's.
+    order = sorted(range(len(paths)), key=lambda i: SUBAGENTS_DIRECTORY in paths[i].parts)
+    read = {i: run.read(paths[i]) for i in order}
+    files = [read[i] for i in range(len(paths))]
     for applied in run.otlp.drain():
         run.builder.take(applied)
     # Compactions no call followed are judged now, their size after unknown.
@@ -169,7 +190,7 @@ def analyze_files(
         run.builder.settle(settled)
     if progress is not None:
         progress.finish()
-    return run.builder.build(files, diagnostics)
+    return run.builder.build(files, diagnostics, run.ledger.continuations())
 
 
 class _Run:
@@ -185,6 +206,7 @@ class _Run:
         self.replayer = Replayer(ConversationRegistry(settings))
         self.otlp = ConversationState(settings, window=0.0)
         self.unique = UniqueConversations()
+        self.ledger = RecordLedger()
 
     def read(self, path: Path) -> FileReport:
         if self.progress is not None:
@@ -238,7 +260,7 @@ class _Run:
 
     def _read_transcript(self, path: Path, fmt: Format) -> None:
         self.unique.start_file(path.name)
-        for raw in read_transcript(path, fmt, self.diagnostics, self.progress):
+        for raw in read_transcript(path, fmt, self.diagnostics, self.progress, self.ledger):
             event = self.unique.rename(raw)
             if isinstance(event, ConversationInfo):
                 self.builder.announce(event)

@@ -62,7 +62,7 @@ def render_html(
 def chart_order(report: FindingsReport, max_charts: int) -> list[ConversationReport]:
     """The conversations that get a figure: with findings first, then most compactions."""
     ranked = sorted(
-        (c for c in report.conversations if c.turns or c.compactions),
+        (c for c in report.conversations if c.turn_count or c.compactions),
         key=lambda c: (not c.findings, -len(c.compactions), -c.turn_count),
     )
     return ranked[: max(max_charts, 0)]
@@ -78,10 +78,14 @@ def _summary(report: FindingsReport) -> Iterator[str]:
         f"{counted(len(report.files), 'input file')}, "
         f"{counted(report.skipped_count, 'line')} skipped.</p>"
     )
-    if report.unreadable:
-        yield "<p class='flag'>Files that could not be read:</p><ul>"
-        for f in report.unreadable:
-            yield f"<li><code>{escape(f.path)}</code>: {escape(f.error or '')}</li>"
+    summary = report.skip_summary
+    if not summary.nothing:  # what was skipped and why, in counts
+        yield f"<p class='flag'>{escape(summary.headline())}</p><ul>"
+        yield "".join(f"<li><code>{escape(line)}</code></li>" for line in summary.details())
+        yield "</ul>"
+    if report.continuations:
+        yield "<p>Files that continue others (their repeated records read once):</p><ul>"
+        yield "".join(f"<li><code>{escape(str(c))}</code></li>" for c in report.continuations)
         yield "</ul>"
 
 
@@ -159,7 +163,7 @@ def _conversations_table(report: FindingsReport) -> Iterator[str]:
 
 def _charts(report: FindingsReport, max_charts: int, settings: Settings) -> Iterator[str]:
     chosen = chart_order(report, max_charts)
-    left_out = sum(1 for c in report.conversations if c.turns or c.compactions) - len(chosen)
+    left_out = sum(1 for c in report.conversations if c.turn_count or c.compactions) - len(chosen)
     for index, conv in enumerate(chosen):
         yield f"<h2 id='{_anchor(conv.conversation_id)}'>{escape(conv.conversation_id)}</h2>"
         origin = ", ".join(escape(x) for x in (conv.agent, conv.source) if x)

@@ -46,6 +46,14 @@ def _lines(report: FindingsReport) -> Iterator[str]:
         yield ""
         yield "empty files (nothing to analyze):"
         yield from (f"  {f.path}" for f in report.empty)
+    if report.continuations:
+        yield ""
+        yield "files that continue others (their repeated records read once):"
+        yield from (f"  {c}" for c in report.continuations)
+    summary = report.skip_summary
+    yield ""
+    yield summary.headline()
+    yield from (f"  {line}" for line in summary.details())
 
 
 def _conversation(conv: ConversationReport) -> Iterator[str]:

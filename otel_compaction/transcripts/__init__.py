@@ -27,6 +27,7 @@ from otel_compaction.transcripts.events import (
     PhaseEvent,
     TurnEvent,
 )
+from otel_compaction.transcripts.ledger import Continuation, RecordLedger
 from otel_compaction.transcripts.lines import Diagnostics, SkippedLine, TranscriptError
 from otel_compaction.transcripts.otlp import read_otlp
 from otel_compaction.transcripts.progress import Progress
@@ -36,15 +37,20 @@ TRANSCRIPT_FORMATS = (Format.CLAUDE_CODE, Format.CODEX)
 
 
 def read_transcript(
-    path: Path, fmt: Format, diagnostics: Diagnostics, progress: Progress | None = None
+    path: Path,
+    fmt: Format,
+    diagnostics: Diagnostics,
+    progress: Progress | None = None,
+    ledger: RecordLedger | None = None,
 ) -> Iterator[Event]:
-    """The events of a Claude Code or Codex transcript.
+    """The events of a Claude Code or Codex transcript; ``ledger``, shared by the files of
+    one run, makes a Claude Code record repeated in another file read once.
 
     Raises:
         TranscriptError: the file cannot be read, or ``fmt`` is not a transcript format.
     """
     if fmt is Format.CLAUDE_CODE:
-        return read_claude_code(path, diagnostics, progress)
+        return read_claude_code(path, diagnostics, progress, ledger)
     if fmt is Format.CODEX:
         return read_codex(path, diagnostics, progress)
     raise TranscriptError(path, f"not an agent transcript (format {fmt.value})")
@@ -54,12 +60,14 @@ __all__ = [
     "TRANSCRIPT_FORMATS",
     "CallInfo",
     "CompactionEvent",
+    "Continuation",
     "ConversationInfo",
     "Diagnostics",
     "Event",
     "Format",
     "PhaseEvent",
     "Progress",
+    "RecordLedger",
     "Replayer",
     "SkippedLine",
     "Step",

@@ -24,8 +24,13 @@ Sub-agent records (``isSidechain: true``) are a separate conversation,
 ``<sessionId>/agent-<agentId>`` (``<sessionId>/sidechain`` when the record has
 no ``agentId``): a sub-agent has its own context and its own compactions.
 
-A record is read once: one repeated later in the file (the same ``uuid``, or
-the same content when it has none) is ignored. A call whose usage figures are
+A record is read once: one repeated later in the file or in another file of the
+same run (the same ``uuid``, or the same content when it has none) is ignored, and
+the :class:`~otel_compaction.transcripts.ledger.RecordLedger` counts which file
+repeats which: a resumed or forked session and a compaction sub-agent start with a
+copy of their parent's records, whose compactions are counted once. A
+``compact_boundary`` whose ``logicalParentUuid``, ``preTokens``, trigger and time are
+those of one read before is a repeat too, whatever its ``uuid``. A call whose usage figures are
 no token counts is a skipped line; a ``compact_boundary`` without its
 ``uuid``, ``timestamp`` or ``compactMetadata`` fields is read with what it has,
 and a note on stderr names what was missing.
@@ -33,8 +38,6 @@ and a note on stderr names what was missing.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,8 +53,10 @@ from otel_compaction.transcripts.events import (
     Event,
     TurnEvent,
 )
+from otel_compaction.transcripts.ledger import RecordLedger
 from otel_compaction.transcripts.lines import RECORD_ERRORS, Diagnostics, read_json_lines
 from otel_compaction.transcripts.progress import Progress
+from otel_compaction.transcripts.read_once import ReadOnce
 from otel_compaction.transcripts.text import (
     arguments_text,
     as_int,
@@ -66,6 +71,8 @@ _USAGE_KEYS = (
 )  # fmt: skip
 _BOUNDARY_FIELDS = ("uuid", "timestamp", "compactMetadata")
 _BOUNDARY_META_FIELDS = ("trigger", "preTokens")
+_RECENT_CALLS = 256
+"""Message ids remembered per conversation, to merge the records of one API call."""
 
 
 @dataclass(slots=True)
@@ -106,14 +113,19 @@ class _Conversation:
     new_content: int = 0
     tool_outputs: list[int] = field(default_factory=list)
     compactions: int = 0
-    emitted: set[str] = field(default_factory=set)
+    emitted: dict[str, None] = field(default_factory=dict)
+    """The last calls flushed (bounded: the records of one call lie close together)."""
 
 
 def read_claude_code(
-    path: Path, diagnostics: Diagnostics, progress: Progress | None = None
+    path: Path,
+    diagnostics: Diagnostics,
+    progress: Progress | None = None,
+    ledger: RecordLedger | None = None,
 ) -> Iterator[Event]:
-    """The events of one Claude Code transcript, in order."""
-    reader = _Reader(path, diagnostics)
+    """The events of one Claude Code transcript, in order; records the ``ledger`` (shared
+    by the files of one run) has seen already are not read again."""
+    reader = _Reader(path, diagnostics, ledger or RecordLedger())
     lineno = 0
     for lineno, record in read_json_lines(path, diagnostics, progress):
         try:
@@ -129,22 +141,20 @@ def read_claude_code(
 class _Reader:
     """The state of one file: its conversations (the session and its sub-agents)."""
 
-    def __init__(self, path: Path, diagnostics: Diagnostics) -> None:
+    def __init__(self, path: Path, diagnostics: Diagnostics, ledger: RecordLedger) -> None:
         self._path = path
         self._diagnostics = diagnostics
         self._session: str | None = None
         self._conversations: dict[str, _Conversation] = {}
-        self._seen: set[str] = set()
+        self._once = ReadOnce(ledger, str(path), self._conversation_key)
 
     def record(self, record: dict[str, Any], line: int) -> Iterator[Event]:
         """The events one record (at ``line``) completes."""
         kind = record.get("type")
         if kind not in ("assistant", "user", "system"):
             return
-        key = _record_key(record)
-        if key in self._seen:
-            return  # a record repeated from earlier in the file
-        self._seen.add(key)
+        if not self._once.first_reading(record):
+            return  # a record repeated from earlier in this file or in another one
         conv, info = self._conversation(record)
         if info is not None:
             yield info
@@ -167,23 +177,28 @@ class _Reader:
         bad = [k for k in _USAGE_KEYS if call is not None and _not_a_count(call.usage.get(k))]
         if call is not None and bad:
             conv.call = None
-            conv.emitted.add(call.key)
+            _remember(conv, call.key)
             figures = ", ".join(f"{k}={call.usage[k]!r}" for k in bad)
-            self._diagnostics.skip(self._path, call.line, f"usage {figures} is no token count")
+            self._diagnostics.skip(self._path, call.line, f"usage is no token count: {figures}")
             return
         yield from _flush_call(conv)
+
+    def _conversation_key(self, record: dict[str, Any]) -> str:
+        """The conversation a record belongs to: the session, or one of its sub-agents."""
+        session = record.get("sessionId")
+        named_session = session if isinstance(session, str) and session else None
+        base = self._session or named_session or self._path.stem
+        if record.get("isSidechain") is not True:
+            return base
+        agent = record.get("agentId")
+        return f"{base}/agent-{agent}" if isinstance(agent, str) and agent else f"{base}/sidechain"
 
     def _conversation(self, record: dict[str, Any]) -> tuple[_Conversation, Event | None]:
         session = record.get("sessionId")
         if self._session is None and isinstance(session, str) and session:
             self._session = session
-        base = self._session or self._path.stem
-        cid, session_id = base, self._session
-        if record.get("isSidechain") is True:
-            agent = record.get("agentId")
-            named = isinstance(agent, str) and agent
-            cid = f"{base}/agent-{agent}" if named else f"{base}/sidechain"
-            session_id = None
+        cid = self._conversation_key(record)
+        session_id = None if record.get("isSidechain") is True else self._session
         conv = self._conversations.get(cid)
         if conv is not None:
             return conv, None
@@ -200,7 +215,7 @@ class _Reader:
             return
         key = str(message.get("id") or record.get("requestId") or record.get("uuid") or "")
         if not key or key in conv.emitted:
-            return  # a record repeated from earlier in the file
+            return  # a call flushed already, whose records come again
         if conv.call is None or conv.call.key != key:
             yield from self._flush_call(conv)
             yield from _flush_compaction(conv)
@@ -262,13 +277,10 @@ class _Reader:
         yield from _flush_compaction(conv)
 
 
-def _record_key(record: dict[str, Any]) -> str:
-    """What makes a record the same record: its uuid, else its whole content."""
-    uuid = record.get("uuid")
-    if isinstance(uuid, str) and uuid:
-        return uuid
-    text = json.dumps(record, sort_keys=True, default=str)
-    return "#" + hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+def _remember(conv: _Conversation, key: str) -> None:
+    conv.emitted[key] = None
+    if len(conv.emitted) > _RECENT_CALLS:
+        del conv.emitted[next(iter(conv.emitted))]
 
 
 def _not_a_count(value: Any) -> bool:
@@ -311,7 +323,7 @@ def _flush_call(conv: _Conversation) -> Iterator[Event]:
     call, conv.call = conv.call, None
     if call is None:
         return
-    conv.emitted.add(call.key)
+    _remember(conv, call.key)
     usage = call.usage
     write = as_int(usage.get("cache_creation_input_tokens"))
     read = as_int(usage.get("cache_read_input_tokens"))

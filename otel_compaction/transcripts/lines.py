@@ -76,11 +76,21 @@ class Diagnostics:
     skipped_count: int = 0
     on_note: Callable[[SkippedLine], None] | None = None
     note_count: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+    """Every skipped line counted by :func:`reason_of` its error."""
+    by_file: dict[str, int] = field(default_factory=dict)
+    """Every skipped line counted by file, in the order the files were read."""
+    first_by_reason: dict[str, str] = field(default_factory=dict)
+    """Where each reason was first met (``FILE:LINE``)."""
 
     def skip(self, file: str | Path, line: int, error: str) -> None:
         """Record one skipped line."""
         entry = SkippedLine(str(file), line, error[:_MAX_ERROR_CHARS])
         self.skipped_count += 1
+        reason = reason_of(error)
+        self.by_reason[reason] = self.by_reason.get(reason, 0) + 1
+        self.first_by_reason.setdefault(reason, f"{entry.file}:{line}")
+        self.by_file[entry.file] = self.by_file.get(entry.file, 0) + 1
         if len(self.skipped) < MAX_KEPT:
             self.skipped.append(entry)
         if self.on_skip is not None:
@@ -91,6 +101,17 @@ class Diagnostics:
         self.note_count += 1
         if self.on_note is not None:
             self.on_note(SkippedLine(str(file), line, message[:_MAX_ERROR_CHARS]))
+
+
+def reason_of(error: str) -> str:
+    """The kind of a skip, without its details: the error up to its first ``: `` or `` (``
+    (``invalid JSON: Expecting value...`` is ``invalid JSON``)."""
+    cut = len(error)
+    for mark in (": ", " ("):
+        found = error.find(mark)
+        if 0 < found < cut:
+            cut = found
+    return error[:cut][:_MAX_ERROR_CHARS]
 
 
 def parse_line(raw: bytes) -> tuple[dict[str, Any] | None, str | None]:

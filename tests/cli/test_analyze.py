@@ -17,7 +17,9 @@ def test_json_report_has_the_design_shape(capsys: pytest.CaptureFixture[str]) ->
     """--format json prints the report of docs/analyze.md with the livelock finding; exit 0."""
     assert main(["analyze", LIVELOCK, "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert set(report) == {"conversations", "findings", "skipped"}
+    assert set(report) == {
+        "conversations", "findings", "skipped", "skipped_summary", "continuations"
+    }  # fmt: skip
     assert report["conversations"] == [
         {"id": "4e1f0c5a-livelock-0004", "turns": 93, "compactions": 11, "max_generation": 10}
     ]
@@ -78,7 +80,13 @@ def test_empty_file_and_file_without_compaction(capsys: pytest.CaptureFixture[st
         ],
         "findings": [],
         "skipped": [{"file": empty, "line": None, "error": "empty file: nothing to analyze"}],
-    }
+        "skipped_summary": {
+            "lines": 0, "by_reason": {}, "first_by_reason": {}, "by_file": {},
+            "files_unreadable": [],
+            "files_empty": [empty],
+        },
+        "continuations": [],
+    }  # fmt: skip
     assert f"{empty} is empty: nothing to analyze" in captured.err
     assert main(["analyze", empty]) == 0
     assert f"empty files (nothing to analyze):\n  {empty}\n" in capsys.readouterr().out
@@ -205,3 +213,51 @@ def test_missing_file_exits_one(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     missing = str(tmp_path / "gone.jsonl")
     assert main(["analyze", missing]) == 1
     assert f"cannot read {missing}" in capsys.readouterr().err
+
+
+def test_a_run_ends_with_what_was_skipped_and_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A single-line OTLP file over the line limit (as a 94 MB one is) exits 0, and the run
+    ends on stderr and in every report format with the skip: file, line, reason, counts."""
+    from otel_compaction.transcripts import lines
+
+    monkeypatch.setattr(lines, "MAX_LINE_BYTES", 4096)
+    attribute = {"key": "service.name", "value": {"stringValue": "x" * 10_000}}
+    huge = tmp_path / "huge.json"
+    huge.write_text(
+        json.dumps({"resourceSpans": [{"resource": {"attributes": [attribute]}}]}),
+        encoding="utf-8",
+    )
+    assert main(["analyze", str(huge), LIVELOCK, "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    reason = "line longer than 4096 bytes"
+    assert captured.err.splitlines()[-3:] == [
+        "otel-compaction analyze: skipped: 1 line in 1 file",
+        f"otel-compaction analyze:   1 line: {reason} (first {huge}:1)",
+        f"otel-compaction analyze:   1 line in {huge}",
+    ]
+    summary = json.loads(captured.out)["skipped_summary"]
+    assert summary == {
+        "lines": 1, "by_reason": {reason: 1}, "first_by_reason": {reason: f"{huge}:1"},
+        "by_file": {str(huge): 1},
+        "files_unreadable": [], "files_empty": [],
+    }  # fmt: skip
+    assert main(["analyze", str(huge), LIVELOCK]) == 0
+    text = capsys.readouterr().out
+    assert text.endswith(
+        f"skipped: 1 line in 1 file\n  1 line: {reason} (first {huge}:1)\n  1 line in {huge}\n"
+    )
+    out = tmp_path / "report.html"
+    assert main(["analyze", str(huge), LIVELOCK, "--format", "html", "-o", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert "skipped: 1 line in 1 file" in page
+    assert f"<code>1 line: {reason} (first {huge}:1)</code>" in page
+
+
+def test_a_run_that_skipped_nothing_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    """Even a clean run ends with its account of skips, on stderr and in the text report."""
+    assert main(["analyze", LIVELOCK]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines()[-1] == "otel-compaction analyze: skipped: nothing"
+    assert captured.out.endswith("\nskipped: nothing\n")

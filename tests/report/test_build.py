@@ -73,16 +73,19 @@ def test_conversation_split_over_files_is_put_back_in_order(tmp_path: Path) -> N
     assert single.to_json()["findings"]
 
 
-def test_same_session_in_two_files_is_two_conversations(tmp_path: Path) -> None:
-    """A copied transcript does not double the turns of one conversation."""
+def test_a_copied_transcript_is_read_once_and_named_a_copy(tmp_path: Path) -> None:
+    """A copied transcript does not double the turns of one conversation: its records are
+    read once, and the report says the copy repeats the first file."""
     first, second = tmp_path / "a.jsonl", tmp_path / "copy.jsonl"
     shutil.copy(TESTDATA / "claude_no_compaction.jsonl", first)
     shutil.copy(TESTDATA / "claude_no_compaction.jsonl", second)
     report = analyze_files([first, second], Settings())
     assert [(c.conversation_id, c.turn_count) for c in report.conversations] == [
-        ("5e551012-plain", 2),
-        ("5e551012-plain@copy.jsonl", 2),
+        ("5e551012-plain", 2)
     ]
+    (copy,) = report.continuations
+    assert (copy.file, copy.earlier, copy.added) == (str(second), str(first), 0)
+    assert copy.repeated > 0
 
 
 def test_turn_and_compaction_series_are_kept_for_the_charts() -> None:
