@@ -18,7 +18,12 @@ from opentelemetry.sdk.resources import SERVICE_NAME
 
 from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
-from otel_compaction.model import CompactionAnalysis, TurnAnalysis
+from otel_compaction.model import (
+    CompactionAnalysis,
+    Rediscovery,
+    RediscoveryBaseline,
+    TurnAnalysis,
+)
 from otel_compaction.otlp.agent_events import logs_to_items
 from otel_compaction.otlp.decode import Signal
 from otel_compaction.otlp.extract import Item, spans_to_items
@@ -55,6 +60,8 @@ class _Conversation:
     info: ConversationInfo
     turns: TurnSample = field(default_factory=TurnSample)
     compactions: list[CompactionAnalysis] = field(default_factory=list)
+    rediscovery: list[Rediscovery] = field(default_factory=list)
+    baseline: RediscoveryBaseline | None = None
 
 
 class ReportBuilder:
@@ -88,10 +95,26 @@ class ReportBuilder:
             if step.turn.settled is not None:
                 self.settle(step.turn.settled)
             self.add_turn(step.turn)
+            if step.turn.rediscovered:
+                self.add_rediscovery(step.turn.conversation_id, step.turn.rediscovered)
         if step.compaction is not None:
             if step.compaction.settled is not None:
                 self.settle(step.compaction.settled)
             self.add_compaction(step.compaction)
+
+    def add_rediscovery(self, conversation_id: str, results: tuple[Rediscovery, ...]) -> None:
+        """Record what compactions' rediscovery horizons measured."""
+        self._get(conversation_id).rediscovery.extend(results)
+
+    def end_rediscovery(self, registry: ConversationRegistry) -> None:
+        """The end of the input: every conversation's open horizons, cut short, and its
+        baseline."""
+        for conversation_id in registry.ids():
+            analyzer = registry.peek(conversation_id)
+            if analyzer is None or conversation_id not in self._conversations:
+                continue
+            self.add_rediscovery(conversation_id, analyzer.finish_rediscovery())
+            self._conversations[conversation_id].baseline = analyzer.rediscovery_baseline
 
     def settle(self, settled: CompactionAnalysis) -> None:
         """Complete a recorded compaction with its settlement (size after, late findings)."""
@@ -118,6 +141,8 @@ class ReportBuilder:
                 source=c.info.source,
                 counted_turns=c.turns.last_index,
                 turn_peak=c.turns.peak,
+                rediscovery=tuple(c.rediscovery),
+                rediscovery_baseline=c.baseline,
             )
             for cid, c in self._conversations.items()
         )
@@ -188,6 +213,8 @@ def analyze_files(
     # Compactions no call followed are judged now, their size after unknown.
     for settled in (*run.replayer.registry.finish(), *run.otlp.registry.finish()):
         run.builder.settle(settled)
+    for registry in (run.replayer.registry, run.otlp.registry):
+        run.builder.end_rediscovery(registry)
     if progress is not None:
         progress.finish()
     return run.builder.build(files, diagnostics, run.ledger.continuations())

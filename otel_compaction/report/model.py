@@ -7,20 +7,33 @@ The JSON form is the machine-readable report of docs/analyze.md#the-report::
      "skipped": [{"file", "line", "error"}],
      "skipped_summary": {"lines", "by_reason", "first_by_reason", "by_file",
                          "files_unreadable", "files_empty"},
-     "continuations": [{"file", "continues", "repeated_records", "new_records"}]}
+     "continuations": [{"file", "continues", "repeated_records", "new_records"}],
+     "compaction_ledger": [{"conversation_id", "compactions": [{"compaction_id", "turn",
+                            "tokens_reclaimed", "summarizer_tokens", "rediscovery"}],
+                            "tokens_reclaimed", "summarizer_tokens", "tokens_redone",
+                            "net", "baseline_tokens"}]}
 
 ``turn`` of a finding is the turn index at which the compaction happened;
 ``skipped`` lists what was not analyzed: whole files first (``line`` null: a file
 that could not be read, or an empty one), then the input lines; ``skipped_summary``
 counts them all (``report.skips``); ``continuations`` names the files that continue
-others, whose repeated records were read once (``transcripts.ledger``).
+others, whose repeated records were read once (``transcripts.ledger``);
+``compaction_ledger`` is what each conversation's compactions bought and cost
+(``report.ledger``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from otel_compaction.model import CompactionAnalysis, Finding, TurnAnalysis
+from otel_compaction.model import (
+    CompactionAnalysis,
+    Finding,
+    Rediscovery,
+    RediscoveryBaseline,
+    TurnAnalysis,
+)
+from otel_compaction.report.ledger import Ledger, ledger
 from otel_compaction.report.skips import EMPTY_ERROR, SkipSummary, summarize
 from otel_compaction.transcripts.ledger import Continuation
 from otel_compaction.transcripts.lines import SkippedLine
@@ -51,6 +64,16 @@ class ConversationReport:
     source: str | None = None
     counted_turns: int | None = None
     turn_peak: float | None = None
+    rediscovery: tuple[Rediscovery, ...] = ()
+    """What each compaction's rediscovery horizon measured (docs/concepts.md#rediscovery)."""
+    rediscovery_baseline: RediscoveryBaseline | None = None
+
+    @property
+    def ledger(self) -> Ledger:
+        """The compaction ledger: reclaimed, summarizer, redone, net (``report.ledger``)."""
+        return ledger(
+            self.conversation_id, self.compactions, self.rediscovery, self.rediscovery_baseline
+        )
 
     @property
     def turn_count(self) -> int:
@@ -159,4 +182,5 @@ class FindingsReport:
             "skipped": files + [s.to_json() for s in self.skipped],
             "skipped_summary": self.skip_summary.to_json(),
             "continuations": [c.to_json() for c in self.continuations],
+            "compaction_ledger": [c.ledger.to_json() for c in self.conversations if c.compactions],
         }

@@ -71,12 +71,35 @@ def _conversation(conv: ConversationReport) -> Iterator[str]:
         intervals = [c.record.cycle.interval_turns for c in conv.compactions if c.record.cycle]
         if intervals:
             yield f"  intervals (turns)      {_list(intervals)}"
+        yield from _ledger(conv)
     findings = conv.findings
     if not findings:
         yield "  no findings"
     for finding in findings:
         rule = f" ({finding.rule})" if finding.rule else ""
         yield f"  FLAGGED turn {finding.turn}: {finding.kind.value}{rule}: {finding.reason}"
+
+
+def _ledger(conv: ConversationReport) -> Iterator[str]:
+    led = conv.ledger
+    redone = [r.redone for r in led.rows if r.redone is not None]
+    if not redone:
+        return
+    yield (
+        f"  ledger (tokens)        reclaimed {led.reclaimed:,}, summarizer {led.summarizer:,}, "
+        f"redone {led.redone:,}, net {led.net:,}"
+    )
+    for row in led.rows:
+        r = row.redone
+        if r is not None and r.calls:
+            tools = ", ".join(r.tools)
+            yield (
+                f"  redone after turn {row.turn}: {counted(r.calls, 'repeated call')}, "
+                f"{r.tokens:,} tokens in {r.horizon_turns} calls ({tools})"
+            )
+    base = led.baseline.mean_tokens if led.baseline is not None else None
+    if base is not None:
+        yield f"  baseline (tokens)      {base:,.0f} redone per horizon after an ordinary point"
 
 
 def _list(values: list[int]) -> str:

@@ -18,7 +18,8 @@ def test_json_report_has_the_design_shape(capsys: pytest.CaptureFixture[str]) ->
     assert main(["analyze", LIVELOCK, "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert set(report) == {
-        "conversations", "findings", "skipped", "skipped_summary", "continuations"
+        "conversations", "findings", "skipped", "skipped_summary", "continuations",
+        "compaction_ledger",
     }  # fmt: skip
     assert report["conversations"] == [
         {"id": "4e1f0c5a-livelock-0004", "turns": 93, "compactions": 11, "max_generation": 10}
@@ -86,6 +87,7 @@ def test_empty_file_and_file_without_compaction(capsys: pytest.CaptureFixture[st
             "files_empty": [empty],
         },
         "continuations": [],
+        "compaction_ledger": [],
     }  # fmt: skip
     assert f"{empty} is empty: nothing to analyze" in captured.err
     assert main(["analyze", empty]) == 0
