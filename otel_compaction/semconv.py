@@ -524,6 +524,7 @@ class ProcessorReason(StrEnum):
     REQUEST_TIMEOUT = "request_timeout"  # 408: not received within the request deadline
     PEER_CONNECTIONS = "peer_connections"  # 503: the peer holds max_connections_per_peer
     CONNECTIONS = "connections"  # 503: the receiver holds max_connections
+    QUEUE_UNWRITABLE = "queue_unwritable"  # 503 / UNAVAILABLE: the queue's disk refused a write
 
 
 class SnapshotReason(StrEnum):

@@ -9,8 +9,9 @@ received within its deadline; 411 without a length; 413 over the size limit
 (compressed or decompressed; the refused body is read and discarded first, up
 to ``MAX_DRAIN_BYTES``, so the client reads the answer); 415 for other media
 types or encodings; 429 with ``Retry-After`` when the pipeline is full; 503
-with ``Retry-After`` when every processing slot is busy or the client holds
-too many connections.
+with ``Retry-After`` when every processing slot is busy, the client holds
+too many connections, the forwarding queue cannot be written (a full disk) or
+the processor failed on the request (never a dropped connection).
 
 A body is read whole before the request takes one of the processing slots, so
 a slow sender holds only its own connection
@@ -39,13 +40,15 @@ from otel_compaction.otlp.decode import (
     media_type,
 )
 from otel_compaction.processor.connections import DeadlineHandler, LimitedHTTPServer
-from otel_compaction.processor.pipeline import Overloaded, Pipeline
+from otel_compaction.processor.pipeline import Overloaded, Pipeline, Unavailable
 from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason
 
 logger = logging.getLogger(__name__)
 
 TRANSPORT = "http"
+RETRY_SECONDS = 5
+"""The ``Retry-After`` told to a sender whose request the processor failed on."""
 _REASON_BY_STATUS = {
     400: ProcessorReason.MALFORMED,
     401: ProcessorReason.UNAUTHENTICATED,
@@ -203,8 +206,16 @@ class HttpReceiver:
         except DecodeError as exc:
             self._fail(req, signal, exc.status, kind, exc.reason)
             return
+        except Unavailable as exc:
+            self._fail(req, signal, 503, kind, exc.reason, exc.retry_after, exc.cause)
+            return
         except Overloaded as exc:
             self._fail(req, signal, 429, kind, exc.reason, retry_after=exc.retry_after)
+            return
+        except Exception:  # a fault of ours, not of the request: "retry later", never a reset
+            logger.exception("cannot accept a %s request", signal.spec.name)
+            self._fail(req, signal, 503, kind, "the processor failed on this request",
+                       RETRY_SECONDS, ProcessorReason.ANALYSIS_ERROR)  # fmt: skip
             return
         self._send(req, 200, kind, encode_response(signal, kind))
 
@@ -260,10 +271,11 @@ class HttpReceiver:
 
     def _fail(
         self, req: _Handler, signal: Signal | None, status: int, kind: str, reason: str,
-        retry_after: int | None = None,
+        retry_after: int | None = None, cause: ProcessorReason | None = None,
     ) -> None:  # fmt: skip
-        if self._metrics is not None and signal is not None and status in _REASON_BY_STATUS:
-            self._metrics.rejected(signal, _REASON_BY_STATUS[status], 1)
+        cause = cause or _REASON_BY_STATUS.get(status)
+        if self._metrics is not None and signal is not None and cause is not None:
+            self._metrics.rejected(signal, cause, 1)
         self.reply_error(req, status, kind, reason, retry_after)
 
     def reply_error(

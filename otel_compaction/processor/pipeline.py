@@ -18,9 +18,16 @@ flags is written again, with just those spans re-encoded
 Nothing one request holds can stop the forwarding: an item the processor
 fails on (reading it, analysing it, writing its flags) is logged, counted as
 ``analysis_error`` and passes through without a verdict; a batch whose output
-cannot be built leaves as it was received. Only a queue that cannot be written
-(a full disk) holds a batch back, and then it is retried every tick and
-``oldest_batch_seconds`` (``/healthz``) says how long it has waited.
+cannot be built leaves as it was received.
+
+A queue that cannot be written (a full disk) loses nothing either: a request
+that cannot be written ahead is refused with :class:`Unavailable` (the
+receivers answer 503 / ``UNAVAILABLE`` with a retry delay, which every OTLP
+sender retries), counted as ``queue_unwritable``; finding spans wait in memory
+(bounded) and a processed batch whose new bytes cannot be written leaves as it
+was received (a rename needs no space), so the queue never blocks on its own
+head. The first failure is logged, and so is the recovery; ``queue_error``
+(``/healthz``) says why meanwhile.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ from otel_compaction.otlp.spanview import splice_spans
 from otel_compaction.otlp.state import Applied, ConversationState
 from otel_compaction.processor.config import ProcessorConfig
 from otel_compaction.processor.enrich import write_flags
-from otel_compaction.processor.queue import PersistentQueue, QueueFull
+from otel_compaction.processor.queue import PersistentQueue, QueueFull, QueueUnwritable
 from otel_compaction.processor.tap import FindingContext, findings_request
 from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason
@@ -59,15 +66,29 @@ MAX_UNSETTLED = 4096
 """Compactions whose span location is kept until a later turn settles them."""
 STUCK_AFTER_SECONDS = 60.0
 """A batch held this long past its reorder window makes ``/healthz`` report a stuck queue."""
+UNWRITABLE_RETRY_SECONDS = 5
+"""The retry delay a sender is told while the queue cannot be written."""
+PROBE_EVERY_SECONDS = 1.0
+"""How often an unwritable queue is tried again when no request comes to try it."""
+MAX_HELD_FINDINGS = 10_000
+"""Finding spans kept in memory while the queue cannot be written (the oldest go beyond)."""
 
 
 class Overloaded(Exception):
     """The processor cannot take this request now; retry after ``retry_after`` seconds."""
 
+    cause = ProcessorReason.OVERLOADED
+
     def __init__(self, reason: str, retry_after: int) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+
+
+class Unavailable(Overloaded):
+    """The forwarding queue cannot be written (a full disk): retry later (503, ``UNAVAILABLE``)."""
+
+    cause = ProcessorReason.QUEUE_UNWRITABLE
 
 
 @dataclass(slots=True)
@@ -132,6 +153,9 @@ class Pipeline:
             MAX_UNSETTLED
         )
         self._release_failing = False
+        self._queue_failing = False
+        self._held_findings: deque[FindingContext] = deque()
+        self._next_probe = 0.0
 
     # ----------------------------------------------------------------- input
 
@@ -153,7 +177,7 @@ class Pipeline:
         with self._lock:
             self._admit(len(items), len(data) if queue is not None and data is not None else 0)
             if queue is not None and data is not None:
-                seq = queue.put(signal, data, count, ready=False)
+                seq = self._write_ahead(queue, signal, data, count)
                 kept = request if self.enrich else None  # tap sends no request on
                 batch = Batch(seq, signal, kept, count, len(items), self._clock())
                 self._track(batch, items)
@@ -188,6 +212,37 @@ class Pipeline:
                     item.target = None
             return items
         return []
+
+    def _write_ahead(self, queue: PersistentQueue, signal: Signal, data: bytes, count: int) -> int:
+        try:
+            seq = queue.put(signal, data, count, ready=False)
+        except QueueUnwritable as exc:
+            self._queue_failed(exc)
+            raise Unavailable(
+                f"the forwarding queue cannot be written: {exc}", UNWRITABLE_RETRY_SECONDS
+            ) from None
+        self._queue_writable()
+        return seq
+
+    def _queue_failed(self, exc: QueueUnwritable) -> None:
+        """Log the first write failure of an episode (the receivers count each refusal)."""
+        if not self._queue_failing:
+            self._queue_failing = True
+            assert self.queue is not None
+            logger.error(
+                "forwarding queue %s cannot be written (%s): requests are refused with "
+                "503 / UNAVAILABLE and a retry delay until it can",
+                self.queue.directory, exc,
+            )  # fmt: skip
+
+    def _queue_writable(self) -> None:
+        if self._queue_failing:
+            self._queue_failing = False
+            logger.warning("forwarding queue writable again: accepting requests")
+
+    def queue_error(self) -> str | None:
+        """Why the forwarding queue cannot be written now (None: it can)."""
+        return self.queue.write_error if self.queue is not None else None
 
     def _admit(self, items: int, size: int) -> None:
         limit = self.config.processing.max_pending_items
@@ -229,6 +284,13 @@ class Pipeline:
         with self._lock:
             groups = self.state.take_due()
         applied = self._process(groups)
+        if self._queue_failing and self._clock() >= self._next_probe:
+            self._next_probe = self._clock() + PROBE_EVERY_SECONDS
+            assert self.queue is not None
+            if self.queue.probe():
+                self._queue_writable()
+        if self._held_findings and not self._queue_failing:
+            self._emit_findings([])
         if self._clock() >= self._next_expiry:
             self._next_expiry = self._clock() + EXPIRE_EVERY_SECONDS
             self.state.expire()
@@ -324,11 +386,20 @@ class Pipeline:
             self._findings_out.flush()
 
     def _emit_findings(self, findings: list[FindingContext]) -> None:
+        """Queue finding spans (with those held back while the queue could not be written)."""
         if self.queue is None:
             return
+        held = self._held_findings
+        if held:
+            findings = [*held, *findings]
+            held.clear()
         try:
             request = findings_request(findings, self.config.output.service_name)
             self.queue.put(Signal.TRACES, request.SerializeToString(), len(findings), ready=True)
+            self._queue_writable()
+        except QueueUnwritable as exc:
+            self._queue_failed(exc)
+            self._hold(findings)
         except QueueFull:
             logger.error("forwarding queue full: %d finding spans dropped", len(findings))
             if self.metrics is not None:
@@ -336,6 +407,17 @@ class Pipeline:
         except Exception:  # a disk error or a bug: the findings are lost, the pipeline goes on
             logger.exception("cannot queue %d finding spans", len(findings))
             self._count_failed(Signal.TRACES, len(findings))
+
+    def _hold(self, findings: list[FindingContext]) -> None:
+        """Keep finding spans for the next tick; beyond ``MAX_HELD_FINDINGS`` the oldest go."""
+        self._held_findings.extend(findings)
+        over = len(self._held_findings) - MAX_HELD_FINDINGS
+        if over > 0:
+            for _ in range(over):
+                self._held_findings.popleft()
+            logger.error("forwarding queue unwritable: %d finding spans dropped", over)
+            if self.metrics is not None:
+                self.metrics.dropped(ProcessorReason.QUEUE_UNWRITABLE, over)
 
     def _release(self, groups: list[tuple[str, list[Item]]]) -> None:
         """Hand processed requests to the queue, oldest first (keeps per-conversation order)."""
@@ -361,16 +443,31 @@ class Pipeline:
             output = None
         try:
             if self.enrich:
-                queue.complete(batch.seq, output, batch.items)
+                self._complete_enriched(queue, batch, output)
             else:
                 queue.remove(batch.seq)  # applied; its findings are queued already
-        except OSError as exc:
+        except (OSError, QueueUnwritable) as exc:
             if not self._release_failing:
                 logger.error("cannot release batch %d to the queue (%s); retrying", batch.seq, exc)
             self._release_failing = True
             return False
         self._release_failing = False
         return True
+
+    def _complete_enriched(
+        self, queue: PersistentQueue, batch: Batch, output: bytes | None
+    ) -> None:
+        """The batch made ready; with its new bytes if they can be written, else as received
+        (a rename needs no space: the queue's head must never wait for free space)."""
+        try:
+            queue.complete(batch.seq, output, batch.items)
+        except QueueUnwritable as exc:
+            self._queue_failed(exc)
+            logger.error("flags of batch %d not written (%s); sent as received", batch.seq, exc)
+            if self.metrics is not None:
+                self.metrics.rejected(batch.signal, ProcessorReason.QUEUE_UNWRITABLE,
+                                      len(batch.changed))  # fmt: skip
+            queue.complete(batch.seq, None, batch.items)
 
     def oldest_batch_seconds(self) -> float:
         """How long the oldest batch not yet released has been held (0: none is held)."""

@@ -268,6 +268,7 @@ class ProcessorService:
             "last_forward_error": self.forwarder.last_error if self.forwarder else None,
             "oldest_batch_seconds": round(self.pipeline.oldest_batch_seconds(), 3),
             "stuck": self.pipeline.stuck(),
+            "queue_error": self.pipeline.queue_error(),
         }
 
     def _forwarded(self, entry: Entry, result: SendResult) -> None:
