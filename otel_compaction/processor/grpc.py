@@ -29,6 +29,7 @@ from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 
 from otel_compaction.otlp.decode import DecodeError, Signal, parse_protobuf
+from otel_compaction.processor.connections import PeerNotices, grpc_peer_address
 from otel_compaction.processor.pipeline import Overloaded, Pipeline, Unavailable
 from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason
@@ -67,6 +68,8 @@ class GrpcReceiver:
         self._pipeline = pipeline
         self._token = token
         self._metrics = metrics
+        self._limit = max_request_bytes
+        self._notices = PeerNotices(logger)
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="otlp-grpc"),
             options=[
@@ -97,6 +100,15 @@ class GrpcReceiver:
                 # answered RESOURCE_EXHAUSTED itself; a unary client makes no call
                 # without a message.
                 self._reject(signal, ProcessorReason.TOO_LARGE)
+                # gRPC has ended the call: its peer may be gone (then one notice for all).
+                peer = grpc_peer_address(context.peer() or "") or "a sender gRPC did not name"
+                self._notices.once(
+                    peer,
+                    "refused a %s request from %s over receivers.max_request_bytes (%d): the "
+                    "sender drops such batches; bound its batches in bytes (docs/processor.md, "
+                    "Batch size) or raise the limit",
+                    signal.spec.name, peer, self._limit,
+                )  # fmt: skip
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "no request message")
                 return b""  # not reached: abort raises
             return self._handle(signal, data, context)

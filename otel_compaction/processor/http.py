@@ -39,7 +39,12 @@ from otel_compaction.otlp.decode import (
     encode_status,
     media_type,
 )
-from otel_compaction.processor.connections import DeadlineHandler, LimitedHTTPServer
+from otel_compaction.processor.connections import (
+    ByteBudget,
+    DeadlineHandler,
+    LimitedHTTPServer,
+    PeerNotices,
+)
 from otel_compaction.processor.pipeline import Overloaded, Pipeline, Unavailable
 from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason
@@ -121,6 +126,7 @@ class HttpReceiver:
         *,
         max_request_bytes: int,
         max_concurrent: int = 16,
+        max_inflight_bytes: int = 256 << 20,
         request_timeout: float = 30.0,
         max_connections: int = 128,
         max_connections_per_peer: int = 32,
@@ -133,6 +139,8 @@ class HttpReceiver:
         self._token = token
         self._metrics = metrics
         self._slots = threading.BoundedSemaphore(max_concurrent)
+        self._budget = ByteBudget(max_inflight_bytes)
+        self._notices = PeerNotices(logger)
         self._server = _Server(
             (host, port), self, request_timeout=request_timeout,
             max_connections=max_connections, max_per_peer=max_connections_per_peer,
@@ -182,9 +190,18 @@ class HttpReceiver:
             self._fail(req, signal, 401, kind, "missing or wrong bearer token")
             return
         if size > self._limit:
-            self._drain(req, size)
-            self._fail(req, signal, 413, kind, f"body of {size} bytes exceeds {self._limit}")
+            self._too_large(req, signal, kind, size)
             return
+        if not self._budget.reserve(size):
+            req.close_connection = True  # the body is not read: nothing more is
+            self._fail(req, signal, 503, kind, "too many bytes in flight", retry_after=1)
+            return
+        try:
+            self._receive(req, signal, kind, size)
+        finally:
+            self._budget.release(size)
+
+    def _receive(self, req: _Handler, signal: Signal, kind: str, size: int) -> None:
         body = self._read_body(req, size)
         if body is None:
             return
@@ -195,6 +212,18 @@ class HttpReceiver:
             self._process(req, signal, kind, body)
         finally:
             self._slots.release()
+
+    def _too_large(self, req: _Handler, signal: Signal, kind: str, size: int) -> None:
+        """413 (not retried: the sender drops the batch), and a warning once per sender."""
+        self._drain(req, size)
+        self._notices.once(
+            req.client_address[0],
+            "refused a %s request of %d bytes from %s over receivers.max_request_bytes (%d): "
+            "the sender drops such batches; bound its batches in bytes (docs/processor.md, "
+            "Batch size) or raise the limit",
+            signal.spec.name, size, req.client_address[0], self._limit,
+        )  # fmt: skip
+        self._fail(req, signal, 413, kind, f"body of {size} bytes exceeds {self._limit}")
 
     def _process(self, req: _Handler, signal: Signal, kind: str, body: bytes) -> None:
         try:

@@ -137,6 +137,7 @@ class ProcessorService:
                 self.http = HttpReceiver(
                     self.pipeline, host, port, max_request_bytes=cfg.max_request_bytes,
                     max_concurrent=cfg.max_concurrent_requests,
+                    max_inflight_bytes=cfg.max_inflight_bytes,
                     request_timeout=cfg.request_timeout_seconds,
                     max_connections=cfg.max_connections,
                     max_connections_per_peer=cfg.max_connections_per_peer, token=token,
