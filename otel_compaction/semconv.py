@@ -535,6 +535,7 @@ class SnapshotReason(StrEnum):
     CORRUPT = "corrupt"  # not JSON, checksum mismatch, or a value this engine cannot rebuild
     FOREIGN_VERSION = "foreign_version"  # another format version or engine state layout
     SETTINGS_CHANGED = "settings_changed"  # written under other detector settings
+    UNREADABLE = "unreadable"  # no regular file (a FIFO, a device, a directory) or no permission
 
 
 ALL_METRICS: Final = (

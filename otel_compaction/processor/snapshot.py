@@ -31,7 +31,10 @@ Writing: a temporary file in the same directory, ``fsync``, ``os.replace`` over
 the previous snapshot, ``fsync`` of the directory: after a crash at any point
 the file is the previous snapshot or the new one, never a mixture.
 
-Reading: no file is a first start. A file that is too large, truncated, corrupt
+Reading: no file is a first start. Only a regular file is read (``_files``, as
+``analyze`` reads its inputs: a FIFO, a device or a directory at the path is refused
+at once, never waited on) of at most ``state.max_bytes``. A path that is no regular
+file or cannot be read (``unreadable``), a file that is too large, truncated, corrupt
 (not JSON, a checksum mismatch, a value this engine cannot rebuild), of another
 format version or engine layout, or written under other detector settings is
 not used: :class:`SnapshotRejected` names the reason
@@ -55,6 +58,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from otel_compaction import _files as files
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
 from otel_compaction.otlp.state import ConversationState
@@ -171,7 +175,9 @@ class SnapshotStore:
 
     def _replace(self, data: bytes) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "wb") as fh:
+        tmp.unlink(missing_ok=True)  # whatever is there (a FIFO would block an open)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -213,10 +219,14 @@ class SnapshotStore:
 
     def read(self) -> Snapshot:
         """The snapshot on disk, checked and decoded; ``SnapshotRejected`` when unusable."""
-        size = self.path.stat().st_size
-        if size > self.max_bytes:
-            raise self._rejected(SnapshotReason.TOO_LARGE, f"{size} bytes > {self.max_bytes}")
-        data = self.path.read_bytes()
+        try:
+            data = files.read_bounded(self.path, self.max_bytes)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:  # a FIFO, a device, a directory, no permission: never blocks
+            raise self._rejected(SnapshotReason.UNREADABLE, exc.strerror or str(exc)) from None
+        if data is None:
+            raise self._rejected(SnapshotReason.TOO_LARGE, f"over {self.max_bytes} bytes")
         if not data.endswith(b"\n"):
             raise self._rejected(SnapshotReason.TRUNCATED, "the last line is incomplete")
         lines = data[:-1].split(b"\n")
@@ -267,8 +277,8 @@ class SnapshotStore:
     def _set_aside(self) -> None:
         try:
             os.replace(self.path, self.path.with_name(self.path.name + ".rejected"))
-        except OSError:
-            logger.exception("could not move the rejected snapshot %s aside", self.path)
+        except OSError as exc:  # e.g. a directory over a file of that name: said, not raised
+            logger.warning("could not move the rejected snapshot %s aside: %s", self.path, exc)
 
 
 def _parse(raw: bytes) -> Any:
