@@ -10,6 +10,13 @@ batch it thinks was lost). ``ConversationState`` therefore:
 2. drops what it has already applied: span ids it remembers (bounded), turn
    indexes at or below the conversation's high-water mark, compaction ids the
    engine already recorded; a retried batch changes nothing;
+   a turn 1 that started after the turn at the mark, in a conversation already
+   past turn 1, is a resumed conversation, not a late turn: an agent process
+   that restarts and resumes the conversation id numbers its turns from 1 again.
+   Its turns are applied after the mark (``base`` + index), and the base is kept
+   with the mark (and in the processor's snapshot) for its later turns. A turn 1
+   sent again (a retry, a replay after a restart) started before the mark's turn:
+   it stays late;
 3. feeds the rest, in order, to the same ``ConversationRegistry`` and
    ``ConversationAnalyzer`` the in-process instrumentation uses, with the
    processor's own ``Settings``: verdicts are recomputed, never copied.
@@ -145,7 +152,10 @@ class ConversationState:
         self.window = ReorderWindow(window)
         self._clock = clock
         self._recent = RecentKeys(dedupe_memory)
-        self._marks: BoundedMap[str, int] = BoundedMap(settings.max_conversations)
+        # The turn mark and the start (ns) of the turn that set it, per conversation.
+        self._marks: BoundedMap[str, tuple[int, int]] = BoundedMap(settings.max_conversations)
+        # Only conversations resumed by a new agent process: where its numbering starts.
+        self._bases: BoundedMap[str, int] = BoundedMap(settings.max_conversations)
         self._on_skip = on_skip
 
     @property
@@ -178,7 +188,16 @@ class ConversationState:
         expired = self.registry.expire()
         for conversation_id in expired:
             self._marks.pop(conversation_id)
+            self._bases.pop(conversation_id)
         return expired
+
+    def base(self, conversation_id: str) -> int:
+        """Turns before the current agent process's turn 1 (0: never resumed)."""
+        return self._bases.peek(conversation_id) or 0
+
+    def turn_time(self, conversation_id: str) -> int:
+        """The start (ns since the epoch) of the turn at the conversation's mark (0: none)."""
+        return (self._marks.peek(conversation_id) or (0, 0))[1]
 
     def tracked(self) -> list[tuple[ConversationAnalyzer, float, int]]:
         """Each tracked conversation's analyzer, idle seconds and turn mark, least recent first."""
@@ -187,11 +206,13 @@ class ConversationState:
         for conversation_id in self.registry.ids():
             analyzer = self.registry.peek(conversation_id)
             if analyzer is not None:
-                mark = self._marks.peek(conversation_id) or 0
+                mark = (self._marks.peek(conversation_id) or (0, 0))[0]
                 out.append((analyzer, max(0.0, now - analyzer.last_seen), mark))
         return out
 
-    def adopt(self, conversation_id: str, idle: float, mark: int) -> ConversationAnalyzer:
+    def adopt(
+        self, conversation_id: str, idle: float, mark: int, base: int = 0, turn_ns: int = 0
+    ) -> ConversationAnalyzer:
         """A fresh analyzer for a conversation restored from a snapshot (its state set after).
 
         Adopted least recent first, conversations keep their order in the registry's LRU.
@@ -199,7 +220,9 @@ class ConversationState:
         analyzer = self.registry.get(conversation_id)
         analyzer.last_seen = self._clock() - idle
         if mark > 0:
-            self._mark(analyzer.conversation_id, mark)
+            self._mark(analyzer.conversation_id, mark, turn_ns)
+        if base > 0:
+            self._bases.put(analyzer.conversation_id, base)
         return analyzer
 
     def apply(self, groups: list[tuple[str, list[Item]]]) -> list[Applied]:
@@ -224,7 +247,8 @@ class ConversationState:
         # local and is written back once per conversation.
         remember = self._recent.add
         conversation_id = analyzer.conversation_id
-        mark = self._marks.peek(conversation_id) or 0
+        mark, mark_ns = self._marks.peek(conversation_id) or (0, 0)
+        base = self._bases.peek(conversation_id) or 0
         marked = False
         for item in items:
             if not remember(item.dedupe_key):
@@ -240,9 +264,13 @@ class ConversationState:
                 analyzer.observe_summarizer(item.summarizer)  # the next compaction's cost
                 continue
             turn_index = item.turn_index
-            if turn_index is not None and turn_index <= mark:
-                self._skip(item, ProcessorReason.LATE)
-                continue
+            if turn_index is not None:
+                if turn_index == 1 and base + 1 <= mark and item.time_ns > mark_ns > 0:
+                    base = self._resumed(conversation_id, mark)
+                turn_index += base
+                if turn_index <= mark:
+                    self._skip(item, ProcessorReason.LATE)
+                    continue
             try:
                 assert item.turn is not None
                 if item.phase is not None:
@@ -253,14 +281,23 @@ class ConversationState:
                 self._skip(item, ProcessorReason.ANALYSIS_ERROR)
                 continue
             if turn_index is not None:
-                mark, marked = turn_index, True
+                mark, mark_ns, marked = turn_index, item.time_ns, True
             applied.append(Applied(item, turn=analysis))
         if marked:
-            self._mark(conversation_id, mark)
+            self._mark(conversation_id, mark, mark_ns)
 
-    def _mark(self, conversation_id: str, mark: int) -> None:
+    def _resumed(self, conversation_id: str, mark: int) -> int:
+        """A new agent process numbers the conversation from 1 again: continue after ``mark``."""
+        logger.info(
+            "conversation %.200s resumed at turn 1 after turn %d (a new agent process): "
+            "its turns continue from %d", conversation_id, mark, mark + 1,
+        )  # fmt: skip
+        self._bases.put(conversation_id, mark)
+        return mark
+
+    def _mark(self, conversation_id: str, mark: int, turn_ns: int) -> None:
         # The analyzer's copy of the id: equal, and one string per conversation.
-        self._marks.put(conversation_id, mark)
+        self._marks.put(conversation_id, (mark, turn_ns))
 
     def _compaction(self, analyzer: ConversationAnalyzer, item: Item) -> Applied | None:
         assert item.compaction is not None

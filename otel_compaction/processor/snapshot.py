@@ -13,14 +13,18 @@ File format, UTF-8 (ASCII in practice) JSON, one object a line::
     {"format": "otel-compaction.engine-state", "version": 1, "engine": "<16 hex>",
      "settings": "<16 hex>", "written_unix": 1764612345.5, "conversations": 2}
     {"id": "conv-a", "idle": 12.5, "mark": 17, "state": {"$o": "ConversationAnalyzer", ...}}
-    {"id": "conv-b", "idle": 0.4, "mark": 0, "state": {...}}
+    {"id": "conv-b", "idle": 0.4, "mark": 9, "turn_ns": 1764612340000000000, "base": 5,
+     "state": {...}}
     {"end": 2, "sha256": "<hex SHA-256 of every byte before this line>"}
 
 (the header is one line; wrapped here). ``engine`` is
 ``snapshot_codec.engine_digest()`` (the layout of the engine's state; see
 ``processor/snapshot_codec.py`` for ``state``), ``settings`` the SHA-256 of the
 detector settings, ``idle`` the seconds since the conversation's last item when
-the file was written, ``mark`` the highest turn index applied (0: none).
+the file was written, ``mark`` the highest turn index applied (0: none),
+``turn_ns`` the start of that turn's span (absent: unknown), ``base`` (only for a
+conversation an agent process resumed, numbering from 1 again) the turns before
+that process's turn 1 (``otlp/state.py``).
 Conversations come least recently active first, the registry's LRU order.
 
 Bounds: at most ``state.max_conversations`` conversations (the most recently
@@ -99,6 +103,8 @@ class SnapshotEntry:
     idle: float
     mark: int
     state: codec.Restored
+    base: int = 0
+    turn_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +163,15 @@ class SnapshotStore:
         live = alive[-self.max_conversations :]
         lines, size = [], _RESERVE
         for analyzer, idle, mark in reversed(live):  # the most recent first, until full
-            entry = {"id": analyzer.conversation_id, "idle": idle, "mark": mark}
+            entry: dict[str, Any] = {"id": analyzer.conversation_id, "idle": idle, "mark": mark}
+            base, turn_ns = (
+                state.base(analyzer.conversation_id),
+                state.turn_time(analyzer.conversation_id),
+            )
+            if turn_ns:
+                entry["turn_ns"] = turn_ns  # tells a resumed conversation from a replayed turn
+            if base:
+                entry["base"] = base  # a conversation an agent process resumed
             entry["state"] = codec.encode_analyzer(analyzer)
             line = _line(entry)
             if size + len(line) > self.max_bytes:
@@ -213,7 +227,8 @@ class SnapshotStore:
             self._set_aside()
             raise SnapshotRejected(SnapshotReason.CORRUPT, f"{self.path}: {exc}") from None
         for entry in kept:
-            adopted = state.adopt(entry.conversation_id, entry.idle + lost, entry.mark)
+            adopted = state.adopt(entry.conversation_id, entry.idle + lost, entry.mark,
+                                  entry.base, entry.turn_ns)  # fmt: skip
             codec.apply_state(adopted, entry.state)
         return len(kept)
 
@@ -264,10 +279,14 @@ class SnapshotStore:
         entry = _parse(raw)
         fields = entry if isinstance(entry, dict) else {}
         cid, idle, mark = fields.get("id"), _number(fields.get("idle")), fields.get("mark")
+        base, turn_ns = fields.get("base", 0), fields.get("turn_ns", 0)
         try:
             if type(cid) is not str or idle is None or type(mark) is not int:
                 raise codec.SnapshotError("not a conversation line")
-            return SnapshotEntry(cid, idle, mark, codec.decode_state(fields.get("state")))
+            if type(base) is not int or not 0 <= base <= mark or type(turn_ns) is not int:
+                raise codec.SnapshotError(f"base {base!r} or turn_ns {turn_ns!r} is no mark")
+            state = codec.decode_state(fields.get("state"))
+            return SnapshotEntry(cid, idle, mark, state, base, turn_ns)
         except codec.SnapshotError as exc:
             raise self._rejected(SnapshotReason.CORRUPT, f"line {number}: {exc}") from None
 
