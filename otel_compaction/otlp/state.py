@@ -17,7 +17,12 @@ batch it thinks was lost). ``ConversationState`` therefore:
    with the mark (and in the processor's snapshot) for its later turns. A turn 1
    sent again (a retry, a replay after a restart) started before the mark's turn:
    it stays late;
-3. feeds the rest, in order, to the same ``ConversationRegistry`` and
+3. bounds what an item makes it keep: a conversation, compaction or lineage
+   parent id longer than ``MAX_ID_CHARS`` is replaced by ``bound_id``'s form (its
+   first characters, its length and a digest of the whole, so distinct ids stay
+   distinct), the form the findings and finding spans then carry; an id of a
+   megabyte costs what one of 300 characters does;
+4. feeds the rest, in order, to the same ``ConversationRegistry`` and
    ``ConversationAnalyzer`` the in-process instrumentation uses, with the
    processor's own ``Settings``: verdicts are recomputed, never copied.
 
@@ -28,6 +33,8 @@ a window of 0).
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
 import time
 from collections import deque
@@ -44,6 +51,36 @@ from otel_compaction.semconv import PhaseSource, ProcessorReason
 logger = logging.getLogger(__name__)
 
 SkipListener = Callable[[Item, ProcessorReason], None]
+MAX_ID_CHARS = 256
+"""A longer conversation, compaction or parent id is kept as ``bound_id`` makes it."""
+_ID_PREFIX_CHARS = 64
+
+
+def bound_id(value: str) -> str:
+    """``value`` if it is at most ``MAX_ID_CHARS`` long, else its first 64 characters, then
+    ``…[N chars, blake2b-128 HEX]``: the same id, the same form, in every process."""
+    if len(value) <= MAX_ID_CHARS:
+        return value
+    digest = hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return f"{value[:_ID_PREFIX_CHARS]}…[{len(value)} chars, blake2b-128 {digest}]"
+
+
+def _bounded(item: Item) -> None:
+    """Replace the over-long ids ``item`` would make the state keep (in place)."""
+    if len(item.conversation_id) > MAX_ID_CHARS:
+        item.conversation_id = bound_id(item.conversation_id)
+    observed = item.compaction
+    if observed is None:
+        return
+    cid, parent = observed.compaction_id, observed.parent_id
+    if (cid is not None and len(cid) > MAX_ID_CHARS) or (
+        parent is not None and len(parent) > MAX_ID_CHARS
+    ):
+        item.compaction = dataclasses.replace(
+            observed,
+            compaction_id=None if cid is None else bound_id(cid),
+            parent_id=None if parent is None else bound_id(parent),
+        )
 
 
 @dataclass(slots=True)
@@ -164,7 +201,10 @@ class ConversationState:
         return len(self.window)
 
     def offer(self, items: Iterable[Item]) -> None:
-        """Hold items for the reorder window."""
+        """Hold items for the reorder window (their over-long ids bounded first)."""
+        items = list(items)
+        for item in items:
+            _bounded(item)
         self.window.add(items, self._clock())
 
     def take_due(self) -> list[tuple[str, list[Item]]]:
