@@ -231,6 +231,11 @@ class ConversationState:
             self._bases.pop(conversation_id)
         return expired
 
+    def remember(self, keys: Iterable[int]) -> None:
+        """Take ``keys`` as applied already (restored from a snapshot: what a replay repeats)."""
+        for key in keys:
+            self._recent.add(key)
+
     def base(self, conversation_id: str) -> int:
         """Turns before the current agent process's turn 1 (0: never resumed)."""
         return self._bases.peek(conversation_id) or 0

@@ -107,6 +107,8 @@ class Batch:
     remaining: int
     accepted: float = 0.0
     changed: list[Item] = field(default_factory=list)
+    taken: list[int] = field(default_factory=list)
+    """The de-duplication keys of its items the state has taken (applied or skipped)."""
 
 
 class Pipeline:
@@ -426,6 +428,7 @@ class Pipeline:
                 batch = item.batch
                 if batch is not None:
                     batch.remaining -= 1
+                    batch.taken.append(item.dedupe_key)
         while self._batches and self._batches[0].remaining <= 0:
             if not self._complete(self._batches[0]):
                 break  # the queue cannot be written: the head stays and is retried next tick
@@ -468,6 +471,11 @@ class Pipeline:
                 self.metrics.rejected(batch.signal, ProcessorReason.QUEUE_UNWRITABLE,
                                       len(batch.changed))  # fmt: skip
             queue.complete(batch.seq, None, batch.items)
+
+    def unreleased_keys(self) -> list[int]:
+        """The de-duplication keys of items already taken whose batch is still written ahead
+        (not released): a restart replays that batch, and the snapshot must know them."""
+        return [key for batch in self._batches for key in batch.taken]
 
     def oldest_batch_seconds(self) -> float:
         """How long the oldest batch not yet released has been held (0: none is held)."""

@@ -224,7 +224,7 @@ class ProcessorService:
         if self.snapshots is None:
             return
         try:
-            saved = self.snapshots.save(self.pipeline.state)
+            saved = self.snapshots.save(self.pipeline.state, self.pipeline.unreleased_keys())
         except (OSError, SnapshotError):
             logger.exception("state snapshot not written; the previous one stays")
             self.metrics.snapshot_write_error()

@@ -11,13 +11,19 @@ restarts is then flagged on the next compaction, as if there was no restart.
 File format, UTF-8 (ASCII in practice) JSON, one object a line::
 
     {"format": "otel-compaction.engine-state", "version": 1, "engine": "<16 hex>",
-     "settings": "<16 hex>", "written_unix": 1764612345.5, "conversations": 2}
+     "settings": "<16 hex>", "written_unix": 1764612345.5, "conversations": 2,
+     "replay_keys": [1234, 5678]}
     {"id": "conv-a", "idle": 12.5, "mark": 17, "state": {"$o": "ConversationAnalyzer", ...}}
     {"id": "conv-b", "idle": 0.4, "mark": 9, "turn_ns": 1764612340000000000, "base": 5,
      "state": {...}}
     {"end": 2, "sha256": "<hex SHA-256 of every byte before this line>"}
 
-(the header is one line; wrapped here). ``engine`` is
+(the header is one line; wrapped here). ``replay_keys`` holds the
+de-duplication keys of items already applied whose request was still written
+ahead, not released (a batch behind an older one whose conversation was still
+in its reorder window): a restart replays that request, and these keys make its
+applied items duplicates instead of turns counted twice (Claude Code's and
+Codex's events carry no turn index for the mark to refuse). ``engine`` is
 ``snapshot_codec.engine_digest()`` (the layout of the engine's state; see
 ``processor/snapshot_codec.py`` for ``state``), ``settings`` the SHA-256 of the
 detector settings, ``idle`` the seconds since the conversation's last item when
@@ -57,8 +63,8 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -113,6 +119,7 @@ class Snapshot:
 
     written_unix: float
     entries: list[SnapshotEntry]
+    replay_keys: list[int] = field(default_factory=list)
 
 
 def settings_digest(settings: Settings) -> str:
@@ -155,13 +162,18 @@ class SnapshotStore:
 
     # ------------------------------------------------------------------ write
 
-    def save(self, state: ConversationState) -> Saved:
-        """Write ``state`` atomically; raises ``OSError`` or ``SnapshotError`` (file unchanged)."""
+    def save(self, state: ConversationState, replay_keys: Sequence[int] = ()) -> Saved:
+        """Write ``state`` atomically; raises ``OSError`` or ``SnapshotError`` (file unchanged).
+
+        ``replay_keys``: the de-duplication keys of items applied from batches a restart
+        would replay (``Pipeline.unreleased_keys``); they are taken as seen on ``load``.
+        """
         tracked = state.tracked()
         limit = self.settings.conversation_idle_seconds
         alive = [t for t in tracked if t[1] <= limit]  # the others would expire on restore
         live = alive[-self.max_conversations :]
-        lines, size = [], _RESERVE
+        keys = list(replay_keys)
+        lines, size = [], _RESERVE + len(_line(keys))
         for analyzer, idle, mark in reversed(live):  # the most recent first, until full
             entry: dict[str, Any] = {"id": analyzer.conversation_id, "idle": idle, "mark": mark}
             base, turn_ns = (
@@ -181,7 +193,7 @@ class SnapshotStore:
         lines.reverse()
         header = {"format": FORMAT, "version": VERSION, "engine": self._engine_digest,
                   "settings": self._settings_digest, "written_unix": self._wall(),
-                  "conversations": len(lines)}  # fmt: skip
+                  "conversations": len(lines), "replay_keys": keys}  # fmt: skip
         body = b"".join([_line(header), *lines])
         end = _line({"end": len(lines), "sha256": hashlib.sha256(body).hexdigest()})
         self._replace(body + end)
@@ -226,6 +238,7 @@ class SnapshotStore:
         except Exception as exc:  # noqa: BLE001  # whatever a damaged value raises, it is not used
             self._set_aside()
             raise SnapshotRejected(SnapshotReason.CORRUPT, f"{self.path}: {exc}") from None
+        state.remember(snapshot.replay_keys)
         for entry in kept:
             adopted = state.adopt(entry.conversation_id, entry.idle + lost, entry.mark,
                                   entry.base, entry.turn_ns)  # fmt: skip
@@ -258,8 +271,11 @@ class SnapshotStore:
         written = _number(header.get("written_unix"))
         if written is None:
             raise self._rejected(SnapshotReason.CORRUPT, "no written_unix in the header")
+        keys = header.get("replay_keys", [])
+        if not isinstance(keys, list) or not all(type(k) is int and k >= 0 for k in keys):
+            raise self._rejected(SnapshotReason.CORRUPT, "replay_keys is no list of keys")
         entries = [self._entry(n, raw) for n, raw in enumerate(lines[1:-1], 2)]
-        return Snapshot(written, entries)
+        return Snapshot(written, entries, keys)
 
     def _header(self, raw: bytes) -> dict[str, Any]:
         header = _parse(raw)
