@@ -193,7 +193,7 @@ class HttpReceiver:
             self._too_large(req, signal, kind, size)
             return
         if not self._budget.reserve(size):
-            req.close_connection = True  # the body is not read: nothing more is
+            self._drain(req, size)  # read and discarded, not held: the client reads the answer
             self._fail(req, signal, 503, kind, "too many bytes in flight", retry_after=1)
             return
         try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import http.client
 import logging
+import socket
+import time
 from concurrent import futures
 from pathlib import Path
 
@@ -130,3 +132,42 @@ def test_a_next_hop_refusing_a_batch_for_its_size_is_not_retried_forever() -> No
         server.stop(0).wait()
     assert result.outcome is Outcome.REJECTED
     assert result.detail.startswith("RESOURCE_EXHAUSTED")
+
+
+def test_bodies_beyond_the_in_flight_budget_are_told_to_retry(tmp_path: Path) -> None:
+    """While one sender holds 12 KB of a 16 KB budget with a body still arriving, another's
+    12 KB request is answered 503 with ``Retry-After`` (retried), not held or dropped."""
+    limits = {"max_request_bytes": 16_384, "max_inflight_bytes": 16_384}
+    with running(tmp_path, receivers=limits) as (service, _):
+        assert service.http is not None
+        port = service.http.port
+        slow = socket.create_connection(("127.0.0.1", port), timeout=10)
+        slow.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf"
+                     b"\r\nContent-Length: 12000\r\n\r\n" + b"\0" * 100)  # fmt: skip
+        time.sleep(0.5)  # the slow body has reserved its 12,000 bytes
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("POST", "/v1/traces", body=b"\0" * 12_000,
+                     headers={"Content-Type": "application/x-protobuf"})  # fmt: skip
+        answer = conn.getresponse()
+        status, retry_after = answer.status, answer.getheader("Retry-After")
+        conn.close()
+        slow.close()
+        after = export_ok(port)
+    assert (status, retry_after) == (503, "1")
+    assert after
+
+
+def export_ok(port: int) -> bool:
+    """Whether a small request is accepted once the budget is free again."""
+    body = trace_request(turn("after", 1, 1000)).SerializeToString()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("POST", "/v1/traces", body=body,
+                     headers={"Content-Type": "application/x-protobuf"})  # fmt: skip
+        status = conn.getresponse().status
+        conn.close()
+        if status == 200:
+            return True
+        time.sleep(0.1)
+    return False
