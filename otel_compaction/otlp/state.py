@@ -18,7 +18,8 @@ batch it thinks was lost). ``ConversationState`` therefore:
    sent again (a retry, a replay after a restart) started before the mark's turn:
    it stays late;
 3. bounds what an item makes it keep: a conversation, compaction or lineage
-   parent id longer than ``MAX_ID_CHARS`` is replaced by ``bound_id``'s form (its
+   parent id (or a compaction's trigger or error text) longer than
+   ``MAX_ID_CHARS`` is replaced by ``bound_id``'s form (its
    first characters, its length and a digest of the whole, so distinct ids stay
    distinct), the form the findings and finding spans then carry; an id of a
    megabyte costs what one of 300 characters does;
@@ -65,22 +66,24 @@ def bound_id(value: str) -> str:
     return f"{value[:_ID_PREFIX_CHARS]}…[{len(value)} chars, blake2b-128 {digest}]"
 
 
+def _short(value: str | None) -> str | None:
+    return bound_id(value) if value is not None and len(value) > MAX_ID_CHARS else value
+
+
 def _bounded(item: Item) -> None:
-    """Replace the over-long ids ``item`` would make the state keep (in place)."""
+    """Replace the over-long ids ``item`` would make the state keep (in place): its
+    conversation id, and the strings a compaction's record keeps (ids, trigger, error)."""
     if len(item.conversation_id) > MAX_ID_CHARS:
         item.conversation_id = bound_id(item.conversation_id)
-    observed = item.compaction
-    if observed is None:
+    seen = item.compaction
+    if seen is None:
         return
-    cid, parent = observed.compaction_id, observed.parent_id
-    if (cid is not None and len(cid) > MAX_ID_CHARS) or (
-        parent is not None and len(parent) > MAX_ID_CHARS
-    ):
+    kept = (seen.compaction_id, seen.parent_id, seen.trigger, seen.error)
+    if any(value is not None and len(value) > MAX_ID_CHARS for value in kept):
         item.compaction = dataclasses.replace(
-            observed,
-            compaction_id=None if cid is None else bound_id(cid),
-            parent_id=None if parent is None else bound_id(parent),
-        )
+            seen, compaction_id=_short(seen.compaction_id), parent_id=_short(seen.parent_id),
+            trigger=_short(seen.trigger), error=_short(seen.error),
+        )  # fmt: skip
 
 
 @dataclass(slots=True)

@@ -203,11 +203,15 @@ class SnapshotStore:
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.unlink(missing_ok=True)  # whatever is there (a FIFO would block an open)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a full disk: the partial copy would hold its space
+            raise
         fd = os.open(self.path.parent, os.O_RDONLY)
         try:
             os.fsync(fd)
