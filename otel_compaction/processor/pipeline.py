@@ -55,6 +55,7 @@ from otel_compaction.otlp.state import Applied, ConversationState
 from otel_compaction.processor.config import ProcessorConfig
 from otel_compaction.processor.enrich import write_flags
 from otel_compaction.processor.queue import PersistentQueue, QueueFull, QueueUnwritable
+from otel_compaction.processor.queue_watch import QueueWatch
 from otel_compaction.processor.tap import FindingContext, findings_request
 from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason
@@ -68,10 +69,6 @@ STUCK_AFTER_SECONDS = 60.0
 """A batch held this long past its reorder window makes ``/healthz`` report a stuck queue."""
 UNWRITABLE_RETRY_SECONDS = 5
 """The retry delay a sender is told while the queue cannot be written."""
-PROBE_EVERY_SECONDS = 1.0
-"""How often an unwritable queue is tried again when no request comes to try it."""
-MAX_HELD_FINDINGS = 10_000
-"""Finding spans kept in memory while the queue cannot be written (the oldest go beyond)."""
 
 
 class Overloaded(Exception):
@@ -155,9 +152,7 @@ class Pipeline:
             MAX_UNSETTLED
         )
         self._release_failing = False
-        self._queue_failing = False
-        self._held_findings: deque[FindingContext] = deque()
-        self._next_probe = 0.0
+        self._watch = None if queue is None else QueueWatch(queue, clock, self._dropped_unwritable)
 
     # ----------------------------------------------------------------- input
 
@@ -216,31 +211,17 @@ class Pipeline:
         return []
 
     def _write_ahead(self, queue: PersistentQueue, signal: Signal, data: bytes, count: int) -> int:
+        """Write the request ahead; ``Unavailable`` (retry later) when the disk refuses it."""
+        assert self._watch is not None
         try:
             seq = queue.put(signal, data, count, ready=False)
         except QueueUnwritable as exc:
-            self._queue_failed(exc)
+            self._watch.failed(exc)
             raise Unavailable(
                 f"the forwarding queue cannot be written: {exc}", UNWRITABLE_RETRY_SECONDS
             ) from None
-        self._queue_writable()
+        self._watch.writable()
         return seq
-
-    def _queue_failed(self, exc: QueueUnwritable) -> None:
-        """Log the first write failure of an episode (the receivers count each refusal)."""
-        if not self._queue_failing:
-            self._queue_failing = True
-            assert self.queue is not None
-            logger.error(
-                "forwarding queue %s cannot be written (%s): requests are refused with "
-                "503 / UNAVAILABLE and a retry delay until it can",
-                self.queue.directory, exc,
-            )  # fmt: skip
-
-    def _queue_writable(self) -> None:
-        if self._queue_failing:
-            self._queue_failing = False
-            logger.warning("forwarding queue writable again: accepting requests")
 
     def queue_error(self) -> str | None:
         """Why the forwarding queue cannot be written now (None: it can)."""
@@ -286,13 +267,11 @@ class Pipeline:
         with self._lock:
             groups = self.state.take_due()
         applied = self._process(groups)
-        if self._queue_failing and self._clock() >= self._next_probe:
-            self._next_probe = self._clock() + PROBE_EVERY_SECONDS
-            assert self.queue is not None
-            if self.queue.probe():
-                self._queue_writable()
-        if self._held_findings and not self._queue_failing:
-            self._emit_findings([])
+        watch = self._watch
+        if watch is not None:
+            watch.probe_if_due()
+            if watch.holds() and not watch.failing:
+                self._emit_findings([])
         if self._clock() >= self._next_expiry:
             self._next_expiry = self._clock() + EXPIRE_EVERY_SECONDS
             self.state.expire()
@@ -389,19 +368,16 @@ class Pipeline:
 
     def _emit_findings(self, findings: list[FindingContext]) -> None:
         """Queue finding spans (with those held back while the queue could not be written)."""
-        if self.queue is None:
+        if self.queue is None or self._watch is None:
             return
-        held = self._held_findings
-        if held:
-            findings = [*held, *findings]
-            held.clear()
+        findings = [*self._watch.take_held(), *findings]
         try:
             request = findings_request(findings, self.config.output.service_name)
             self.queue.put(Signal.TRACES, request.SerializeToString(), len(findings), ready=True)
-            self._queue_writable()
+            self._watch.writable()
         except QueueUnwritable as exc:
-            self._queue_failed(exc)
-            self._hold(findings)
+            self._watch.failed(exc)
+            self._watch.hold(findings)
         except QueueFull:
             logger.error("forwarding queue full: %d finding spans dropped", len(findings))
             if self.metrics is not None:
@@ -410,16 +386,9 @@ class Pipeline:
             logger.exception("cannot queue %d finding spans", len(findings))
             self._count_failed(Signal.TRACES, len(findings))
 
-    def _hold(self, findings: list[FindingContext]) -> None:
-        """Keep finding spans for the next tick; beyond ``MAX_HELD_FINDINGS`` the oldest go."""
-        self._held_findings.extend(findings)
-        over = len(self._held_findings) - MAX_HELD_FINDINGS
-        if over > 0:
-            for _ in range(over):
-                self._held_findings.popleft()
-            logger.error("forwarding queue unwritable: %d finding spans dropped", over)
-            if self.metrics is not None:
-                self.metrics.dropped(ProcessorReason.QUEUE_UNWRITABLE, over)
+    def _dropped_unwritable(self, count: int) -> None:
+        if self.metrics is not None:
+            self.metrics.dropped(ProcessorReason.QUEUE_UNWRITABLE, count)
 
     def _release(self, groups: list[tuple[str, list[Item]]]) -> None:
         """Hand processed requests to the queue, oldest first (keeps per-conversation order)."""
@@ -465,7 +434,8 @@ class Pipeline:
         try:
             queue.complete(batch.seq, output, batch.items)
         except QueueUnwritable as exc:
-            self._queue_failed(exc)
+            if self._watch is not None:
+                self._watch.failed(exc)
             logger.error("flags of batch %d not written (%s); sent as received", batch.seq, exc)
             if self.metrics is not None:
                 self.metrics.rejected(batch.signal, ProcessorReason.QUEUE_UNWRITABLE,

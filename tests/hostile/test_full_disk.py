@@ -34,7 +34,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_compaction import semconv as sc
 from otel_compaction.processor.queue import PersistentQueue
 from tests.hostile.inputs import counter, trace_request, turn
+from tests.processor.conftest import PipelineFactory, queued
 from tests.processor.downstream import Downstream, free_port
+from tests.processor.golden import TESTDATA, read_requests
 from tests.processor.service_util import ROOT, http_ready, running, wait_for
 
 pytestmark = pytest.mark.slow
@@ -214,3 +216,24 @@ def export_ok(port: int) -> bool:
     """Whether one span exported over OTLP/HTTP by the real SDK is accepted."""
     exporter = HttpExporter(endpoint=f"http://127.0.0.1:{port}/v1/traces", timeout=10)
     return exporter.export(_spans("after", 1)) is SpanExportResult.SUCCESS
+
+
+def test_findings_raised_while_the_disk_is_full_are_held_and_queued_after(
+    tmp_path: Path, pipeline_factory: PipelineFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tap mode: the boundary finding raised while the queue cannot be written waits in memory
+    and is queued as a finding span once a probe finds the disk writable again."""
+    pipeline, _ = pipeline_factory("tap")
+    for signal, request in read_requests(TESTDATA / "boundary_000.traces.jsonl"):
+        pipeline.submit(signal, request, "http")
+    monkeypatch.setattr(PersistentQueue, "_write_file", staticmethod(_full))
+    pipeline.step()
+    held, error = queued(pipeline), pipeline.queue_error()  # a finding's write was refused
+    monkeypatch.undo()
+    assert wait_for(lambda: pipeline.step() >= 0 and bool(queued(pipeline)), 5)
+    spans = [s for r in queued(pipeline) for rs in r.resource_spans for ss in rs.scope_spans
+             for s in ss.spans]  # fmt: skip
+    assert held == []
+    assert error is not None
+    assert [s.name for s in spans] == [sc.SPAN_FINDING]
+    assert pipeline.queue_error() is None
