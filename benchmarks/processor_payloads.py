@@ -6,11 +6,12 @@ interleaved, 512 spans per request, about 590 bytes per span.
 
 Two placeholders let one set of requests be sent many times as new data
 (``bytes.replace``, same length, so the protobuf stays valid):
-``PASS_TAG`` is in every conversation id and trace id, so each pass over the
-requests is a new set of conversations to the processor (no span is a
-duplicate, no turn late); ``REQUEST_TAG`` is a resource attribute, so a sink
-can tell which request a span came in (the Collector's batch processor merges
-requests but keeps each resource).
+``PASS_TAG`` is in every conversation id and ends every trace id, so each pass
+over the requests is a new set of conversations to the processor (no span is a
+duplicate, no turn late; the tag's digits sit in the trace id's last 8 bytes,
+so even a key reading only those would tell passes apart); ``REQUEST_TAG`` is
+a resource attribute, so a sink can tell which request a span came in (the
+Collector's batch processor merges requests but keeps each resource).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ SPANS_PER_REQUEST = 512
 def _conversation_spans(
     conv: int, turns: int, compact_every: int = 15, tools: bool = True
 ) -> Iterator[Span]:
-    trace = PASS_TAG + conv.to_bytes(16 - len(PASS_TAG), "big")
+    trace = conv.to_bytes(16 - len(PASS_TAG), "big") + PASS_TAG
     context = 20_000
     for turn in range(1, turns + 1):
         t = 1_794_528_000_000_000_000 + turn * 10_000_000_000

@@ -31,6 +31,10 @@ the systems (A, B, C, A, B, C, ...) in one sitting; each run reports:
   span at the sink, p50 and p99, for A, B, C, and B with a reorder window of 0
   (``B0``: our processing alone, without the wait that orders late spans).
 
+Every pass is new to the processor: after each of its runs the benchmark reads the
+processor's ``/metrics`` and stops if any span was skipped as ``duplicate`` or ``late``
+(``processor_checks.py``).
+
 Targets: B's spans per CPU second at least A's; B's p99 at half B's peak no
 higher than A's at that rate. The Collector is built by ``scripts/build-otel
 collector`` (reused while ``collector/builder-config.yaml`` is unchanged).
@@ -54,6 +58,7 @@ from typing import Any
 
 import yaml
 from otlp_harness import Requests, Running, Sink, System, latencies, peak
+from processor_checks import check_run, metrics_endpoint
 from processor_inprocess import full_path
 from processor_payloads import SPANS_PER_REQUEST, count_spans, payloads
 from run_meta import commit, now, replace_block, results_file
@@ -121,7 +126,7 @@ def processor_system(key: str, window: float) -> System:
         queue = Path(tempfile.mkdtemp(prefix="queue-", dir=work))
         config = {
             "receivers": {"otlp_grpc": f"127.0.0.1:{port}", "otlp_http": None},
-            "metrics": {"endpoint": None},
+            "metrics": {"endpoint": metrics_endpoint(work, key)},  # read by check_run
             "output": {"mode": "enrich", "log_findings": False},
             "processing": {"reorder_window_seconds": window},
             "forward": {"endpoint": f"127.0.0.1:{sinks[0]}", "queue": {"directory": str(queue)}},
@@ -156,6 +161,8 @@ def _run_peaks(
                 peak(sut, sink, warm, total=len(data), concurrency=CONCURRENCY)  # a warm-up pass
                 result = peak(sut, sink, requests, total=int(timing["requests"]),
                               concurrency=CONCURRENCY)  # fmt: skip
+                if system.key.startswith("B"):
+                    check_run(work / f"peak-{r}", system.key)  # no skipped span, or no figure
             out[system.key].append(vars(result))
             print(f"round {r + 1} peak {system.key}: {result.spans_per_s:,.0f} spans/s, "
                   f"{result.spans_per_cpu_s:,.0f} per CPU s, CPU {result.cpu_utilisation:.0%}, "
@@ -184,6 +191,8 @@ def _run_latency(
                 samples = sorted(latencies(sut, sink, requests, rate=rate,
                                            warmup=timing["warmup"], seconds=timing["latency"],
                                            spans_per_request=SPANS_PER_REQUEST))  # fmt: skip
+                if system.key.startswith("B"):
+                    check_run(work / f"latency-{r}", system.key)
             row = {"p50_ms": 1000 * statistics.median(samples),
                    "p99_ms": 1000 * samples[int(0.99 * (len(samples) - 1))],
                    "requests": len(samples)}  # fmt: skip

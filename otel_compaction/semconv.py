@@ -549,6 +549,7 @@ class ProcessorReason(StrEnum):
     REQUEST_TIMEOUT = "request_timeout"  # 408: not received within the request deadline
     PEER_CONNECTIONS = "peer_connections"  # 503: the peer holds max_connections_per_peer
     CONNECTIONS = "connections"  # 503: the receiver holds max_connections
+    QUEUE_UNWRITABLE = "queue_unwritable"  # 503 / UNAVAILABLE: the queue's disk refused a write
 
 
 class SnapshotReason(StrEnum):
@@ -559,6 +560,7 @@ class SnapshotReason(StrEnum):
     CORRUPT = "corrupt"  # not JSON, checksum mismatch, or a value this engine cannot rebuild
     FOREIGN_VERSION = "foreign_version"  # another format version or engine state layout
     SETTINGS_CHANGED = "settings_changed"  # written under other detector settings
+    UNREADABLE = "unreadable"  # no regular file (a FIFO, a device, a directory) or no permission
 
 
 ALL_METRICS: Final = (

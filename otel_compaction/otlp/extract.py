@@ -260,8 +260,10 @@ def _base(
         time_ns=span.start_time_unix_nano,
         trace_id=trace_id,
         span_id=span_id,
-        # From the ids, not hash() (salted per process): the same key in every process.
-        dedupe_key=int.from_bytes(trace_id[-8:], "big") ^ int.from_bytes(span_id, "big"),
+        # The whole trace id and span id (not hash(), salted per process; not a fold of
+        # them, under which two spans differing in other bytes collide): the same key in
+        # every process, equal only for the same span.
+        dedupe_key=int.from_bytes(trace_id + span_id, "big"),
         provider=provider,
     )
 

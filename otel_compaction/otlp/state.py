@@ -10,7 +10,20 @@ batch it thinks was lost). ``ConversationState`` therefore:
 2. drops what it has already applied: span ids it remembers (bounded), turn
    indexes at or below the conversation's high-water mark, compaction ids the
    engine already recorded; a retried batch changes nothing;
-3. feeds the rest, in order, to the same ``ConversationRegistry`` and
+   a turn 1 that started after the turn at the mark, in a conversation already
+   past turn 1, is a resumed conversation, not a late turn: an agent process
+   that restarts and resumes the conversation id numbers its turns from 1 again.
+   Its turns are applied after the mark (``base`` + index), and the base is kept
+   with the mark (and in the processor's snapshot) for its later turns. A turn 1
+   sent again (a retry, a replay after a restart) started before the mark's turn:
+   it stays late;
+3. bounds what an item makes it keep: a conversation, compaction or lineage
+   parent id (or a compaction's trigger or error text) longer than
+   ``MAX_ID_CHARS`` is replaced by ``bound_id``'s form (its
+   first characters, its length and a digest of the whole, so distinct ids stay
+   distinct), the form the findings and finding spans then carry; an id of a
+   megabyte costs what one of 300 characters does;
+4. feeds the rest, in order, to the same ``ConversationRegistry`` and
    ``ConversationAnalyzer`` the in-process instrumentation uses, with the
    processor's own ``Settings``: verdicts are recomputed, never copied.
 
@@ -21,6 +34,8 @@ a window of 0).
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import logging
 import time
 from collections import deque
@@ -37,6 +52,38 @@ from otel_compaction.semconv import PhaseSource, ProcessorReason
 logger = logging.getLogger(__name__)
 
 SkipListener = Callable[[Item, ProcessorReason], None]
+MAX_ID_CHARS = 256
+"""A longer conversation, compaction or parent id is kept as ``bound_id`` makes it."""
+_ID_PREFIX_CHARS = 64
+
+
+def bound_id(value: str) -> str:
+    """``value`` if it is at most ``MAX_ID_CHARS`` long, else its first 64 characters, then
+    ``…[N chars, blake2b-128 HEX]``: the same id, the same form, in every process."""
+    if len(value) <= MAX_ID_CHARS:
+        return value
+    digest = hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return f"{value[:_ID_PREFIX_CHARS]}…[{len(value)} chars, blake2b-128 {digest}]"
+
+
+def _short(value: str | None) -> str | None:
+    return bound_id(value) if value is not None and len(value) > MAX_ID_CHARS else value
+
+
+def _bounded(item: Item) -> None:
+    """Replace the over-long ids ``item`` would make the state keep (in place): its
+    conversation id, and the strings a compaction's record keeps (ids, trigger, error)."""
+    if len(item.conversation_id) > MAX_ID_CHARS:
+        item.conversation_id = bound_id(item.conversation_id)
+    seen = item.compaction
+    if seen is None:
+        return
+    kept = (seen.compaction_id, seen.parent_id, seen.trigger, seen.error)
+    if any(value is not None and len(value) > MAX_ID_CHARS for value in kept):
+        item.compaction = dataclasses.replace(
+            seen, compaction_id=_short(seen.compaction_id), parent_id=_short(seen.parent_id),
+            trigger=_short(seen.trigger), error=_short(seen.error),
+        )  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -145,7 +192,10 @@ class ConversationState:
         self.window = ReorderWindow(window)
         self._clock = clock
         self._recent = RecentKeys(dedupe_memory)
-        self._marks: BoundedMap[str, int] = BoundedMap(settings.max_conversations)
+        # The turn mark and the start (ns) of the turn that set it, per conversation.
+        self._marks: BoundedMap[str, tuple[int, int]] = BoundedMap(settings.max_conversations)
+        # Only conversations resumed by a new agent process: where its numbering starts.
+        self._bases: BoundedMap[str, int] = BoundedMap(settings.max_conversations)
         self._on_skip = on_skip
 
     @property
@@ -154,7 +204,10 @@ class ConversationState:
         return len(self.window)
 
     def offer(self, items: Iterable[Item]) -> None:
-        """Hold items for the reorder window."""
+        """Hold items for the reorder window (their over-long ids bounded first)."""
+        items = list(items)
+        for item in items:
+            _bounded(item)
         self.window.add(items, self._clock())
 
     def take_due(self) -> list[tuple[str, list[Item]]]:
@@ -178,7 +231,21 @@ class ConversationState:
         expired = self.registry.expire()
         for conversation_id in expired:
             self._marks.pop(conversation_id)
+            self._bases.pop(conversation_id)
         return expired
+
+    def remember(self, keys: Iterable[int]) -> None:
+        """Take ``keys`` as applied already (restored from a snapshot: what a replay repeats)."""
+        for key in keys:
+            self._recent.add(key)
+
+    def base(self, conversation_id: str) -> int:
+        """Turns before the current agent process's turn 1 (0: never resumed)."""
+        return self._bases.peek(conversation_id) or 0
+
+    def turn_time(self, conversation_id: str) -> int:
+        """The start (ns since the epoch) of the turn at the conversation's mark (0: none)."""
+        return (self._marks.peek(conversation_id) or (0, 0))[1]
 
     def tracked(self) -> list[tuple[ConversationAnalyzer, float, int]]:
         """Each tracked conversation's analyzer, idle seconds and turn mark, least recent first."""
@@ -187,11 +254,13 @@ class ConversationState:
         for conversation_id in self.registry.ids():
             analyzer = self.registry.peek(conversation_id)
             if analyzer is not None:
-                mark = self._marks.peek(conversation_id) or 0
+                mark = (self._marks.peek(conversation_id) or (0, 0))[0]
                 out.append((analyzer, max(0.0, now - analyzer.last_seen), mark))
         return out
 
-    def adopt(self, conversation_id: str, idle: float, mark: int) -> ConversationAnalyzer:
+    def adopt(
+        self, conversation_id: str, idle: float, mark: int, base: int = 0, turn_ns: int = 0
+    ) -> ConversationAnalyzer:
         """A fresh analyzer for a conversation restored from a snapshot (its state set after).
 
         Adopted least recent first, conversations keep their order in the registry's LRU.
@@ -199,7 +268,9 @@ class ConversationState:
         analyzer = self.registry.get(conversation_id)
         analyzer.last_seen = self._clock() - idle
         if mark > 0:
-            self._mark(analyzer.conversation_id, mark)
+            self._mark(analyzer.conversation_id, mark, turn_ns)
+        if base > 0:
+            self._bases.put(analyzer.conversation_id, base)
         return analyzer
 
     def apply(self, groups: list[tuple[str, list[Item]]]) -> list[Applied]:
@@ -224,7 +295,8 @@ class ConversationState:
         # local and is written back once per conversation.
         remember = self._recent.add
         conversation_id = analyzer.conversation_id
-        mark = self._marks.peek(conversation_id) or 0
+        mark, mark_ns = self._marks.peek(conversation_id) or (0, 0)
+        base = self._bases.peek(conversation_id) or 0
         marked = False
         for item in items:
             if not remember(item.dedupe_key):
@@ -240,9 +312,13 @@ class ConversationState:
                 analyzer.observe_summarizer(item.summarizer)  # the next compaction's cost
                 continue
             turn_index = item.turn_index
-            if turn_index is not None and turn_index <= mark:
-                self._skip(item, ProcessorReason.LATE)
-                continue
+            if turn_index is not None:
+                if turn_index == 1 and base + 1 <= mark and item.time_ns > mark_ns > 0:
+                    base = self._resumed(conversation_id, mark)
+                turn_index += base
+                if turn_index <= mark:
+                    self._skip(item, ProcessorReason.LATE)
+                    continue
             try:
                 assert item.turn is not None
                 if item.phase is not None:
@@ -253,14 +329,23 @@ class ConversationState:
                 self._skip(item, ProcessorReason.ANALYSIS_ERROR)
                 continue
             if turn_index is not None:
-                mark, marked = turn_index, True
+                mark, mark_ns, marked = turn_index, item.time_ns, True
             applied.append(Applied(item, turn=analysis))
         if marked:
-            self._mark(conversation_id, mark)
+            self._mark(conversation_id, mark, mark_ns)
 
-    def _mark(self, conversation_id: str, mark: int) -> None:
+    def _resumed(self, conversation_id: str, mark: int) -> int:
+        """A new agent process numbers the conversation from 1 again: continue after ``mark``."""
+        logger.info(
+            "conversation %.200s resumed at turn 1 after turn %d (a new agent process): "
+            "its turns continue from %d", conversation_id, mark, mark + 1,
+        )  # fmt: skip
+        self._bases.put(conversation_id, mark)
+        return mark
+
+    def _mark(self, conversation_id: str, mark: int, turn_ns: int) -> None:
         # The analyzer's copy of the id: equal, and one string per conversation.
-        self._marks.put(conversation_id, mark)
+        self._marks.put(conversation_id, (mark, turn_ns))
 
     def _compaction(self, analyzer: ConversationAnalyzer, item: Item) -> Applied | None:
         assert item.compaction is not None

@@ -2,9 +2,11 @@
 
 ``/healthz`` answers 200 while the process serves at all (liveness), 503 when
 the status says ``stuck`` (a batch held far past its reorder window: the
-queue behind it cannot move); ``/readyz`` answers 200 once the receivers
-listen and until draining starts, 503 otherwise or when stuck (readiness: take
-the replica out of the Collector's resolver).
+queue behind it cannot move) or names a ``queue_error`` (the forwarding queue
+cannot be written: every request is refused meanwhile); ``/readyz`` answers
+200 once the receivers listen and until draining starts, 503 otherwise or in
+either of those cases (readiness: take the replica out of the Collector's
+resolver).
 Both return a small JSON document with the queue and state sizes.
 """
 
@@ -45,11 +47,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, CONTENT_TYPE_LATEST, admin.exposition())
         elif path in ("/healthz", "/livez"):
             status = admin.status()
-            code = 503 if status.get("stuck") else 200
+            code = 503 if _unhealthy(status) else 200
             self._send(code, "application/json", json.dumps(status).encode())
         elif path == "/readyz":
             status = admin.status()
-            code = 200 if admin.ready.is_set() and not status.get("stuck") else 503
+            code = 200 if admin.ready.is_set() and not _unhealthy(status) else 503
             status["ready"] = code == 200
             self._send(code, "application/json", json.dumps(status).encode())
         else:
@@ -64,6 +66,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("admin %s " + format, self.address_string(), *args)
+
+
+def _unhealthy(status: dict[str, Any]) -> bool:
+    return bool(status.get("stuck") or status.get("queue_error"))
 
 
 class AdminServer:

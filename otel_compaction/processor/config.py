@@ -69,9 +69,14 @@ class ReceiversConfig(_Section):
     otlp_grpc: str | None = DEFAULT_GRPC
     otlp_http: str | None = DEFAULT_HTTP
     max_request_bytes: int = Field(
-        default=8 * 1024 * 1024,
+        default=64 * 1024 * 1024,
         ge=1024,
-        description="body limit, compressed or not",
+        description="body limit, compressed or not (the Collector's own: 20 MiB HTTP, 4 MiB gRPC)",
+    )
+    max_inflight_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=1024,
+        description="HTTP: bodies held at once (announced lengths); 503 + Retry-After beyond",
     )
     max_concurrent_requests: int = Field(default=16, ge=1, le=1024)
     request_timeout_seconds: float = Field(
@@ -183,6 +188,8 @@ class ProcessorConfig(_Section):
             errors.append("receivers/metrics: two listeners share one HOST:PORT")
         if self.receivers.otlp_grpc is None and self.receivers.otlp_http is None:
             errors.append("receivers: at least one of otlp_grpc and otlp_http must be set")
+        if self.receivers.max_inflight_bytes < self.receivers.max_request_bytes:
+            errors.append("receivers.max_inflight_bytes: below max_request_bytes (no body fits)")
         errors.extend(_auth_errors(self.receivers.auth))
         errors.extend(_tls_errors(self.receivers.tls))
         errors.extend(_forward_errors(self.forward, self.output.mode))

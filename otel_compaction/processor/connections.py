@@ -16,6 +16,9 @@ few seconds holds its thread, and with sixteen of them every handler. So:
 
 Whatever is shed is reported to the ``on_shed`` callback (the processor counts
 it in ``compaction.processor.connections.shed`` by reason).
+
+``ByteBudget`` bounds the bodies held at once (by their announced lengths), and
+``PeerNotices`` logs a sender's first request refused for its size, once.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ IDLE_SECONDS = 30.0
 """How long a kept-alive connection may wait for its next request."""
 
 ShedListener = Callable[[ProcessorReason], None]
+MAX_NOTICED_PEERS = 1024
+"""Senders remembered as told about (beyond, the log may repeat for a sender)."""
 
 _REFUSAL_BODY = json.dumps({"code": 14, "message": "too many open connections"}).encode()
 _REFUSAL = (
@@ -212,3 +217,53 @@ def _refuse(request: Any) -> None:
         request.send(_REFUSAL)
     except OSError:
         pass
+
+
+class ByteBudget:
+    """Bytes reserved by the bodies being received and processed, up to ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._used = 0
+        self._lock = threading.Lock()
+
+    def reserve(self, size: int) -> bool:
+        """Take ``size`` bytes of the budget; False (nothing taken) when they do not fit."""
+        with self._lock:
+            if self._used + size > self.limit:
+                return False
+            self._used += size
+            return True
+
+    def release(self, size: int) -> None:
+        """Give back what ``reserve`` took."""
+        with self._lock:
+            self._used -= size
+
+
+class PeerNotices:
+    """Logs a warning the first time each sender (by address) is refused for a reason."""
+
+    def __init__(self, log: logging.Logger) -> None:
+        self._log = log
+        self._seen: dict[str, None] = {}
+        self._lock = threading.Lock()
+
+    def once(self, peer: str, message: str, *args: object) -> bool:
+        """Log ``message`` if ``peer`` was not told yet; True when it was logged."""
+        with self._lock:
+            if peer in self._seen:
+                return False
+            if len(self._seen) >= MAX_NOTICED_PEERS:
+                self._seen.pop(next(iter(self._seen)))
+            self._seen[peer] = None
+        self._log.warning(message, *args)
+        return True
+
+
+def grpc_peer_address(peer: str) -> str:
+    """``ipv4:10.0.0.3:52144`` -> ``10.0.0.3`` (a sender's address without its port)."""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv6":
+        return rest.rsplit(":", 1)[0].strip("[]").removeprefix("%5B").removesuffix("%5D")
+    return rest.rsplit(":", 1)[0] if kind == "ipv4" else peer

@@ -2,10 +2,11 @@
 
 One forwarder thread sends the persistent queue's batches in order, one at a
 time, over OTLP/gRPC or OTLP/HTTP (protobuf). It never gives up on a batch the
-next hop could take later (unreachable, ``UNAVAILABLE``, ``RESOURCE_EXHAUSTED``,
-HTTP 429/502/503/504): it backs off exponentially with jitter, honouring the
+next hop could take later (unreachable, ``UNAVAILABLE``, ``RESOURCE_EXHAUSTED``
+with ``RetryInfo``, HTTP 429/502/503/504): it backs off exponentially with jitter, honouring the
 server's retry information, and the batch stays on disk meanwhile. A batch the
-next hop refuses for good (``INVALID_ARGUMENT``, HTTP 400) is dropped and
+next hop refuses for good (``INVALID_ARGUMENT``, ``RESOURCE_EXHAUSTED`` without
+``RetryInfo``: a size limit, HTTP 400/413) is dropped and
 counted as ``downstream_rejected``, with a log line; so are items a partial
 success reports as rejected.
 """
@@ -135,6 +136,10 @@ def _grpc_failure(err: Any) -> SendResult:
         if key == "google.rpc.retryinfo-bin":
             info = error_details_pb2.RetryInfo.FromString(value)
             retry_after = info.retry_delay.seconds + info.retry_delay.nanos / 1e9
+    if code is grpc.StatusCode.RESOURCE_EXHAUSTED and retry_after is None:
+        # The OTLP specification: retried only with RetryInfo. Without it, it is a size
+        # limit (gRPC's max_recv_msg_size): the same batch would be refused forever.
+        return SendResult(Outcome.REJECTED, detail)
     return SendResult(Outcome.RETRY, detail, retry_after=retry_after)
 
 

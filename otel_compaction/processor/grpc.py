@@ -5,7 +5,10 @@ Requests are taken as bytes and parsed here, so a malformed message gets
 deserialization error. Back-pressure is ``RESOURCE_EXHAUSTED`` with a
 ``google.rpc.RetryInfo`` in the trailers (both the ``grpc-status-details-bin``
 status and the ``google.rpc.retryinfo-bin`` key the OTel SDK exporters read),
-which OTLP clients treat as "retry later". gRPC applies the size limit itself
+which OTLP clients treat as "retry later"; a forwarding queue that cannot be
+written (a full disk), or any other failure of the processor's own, is
+``UNAVAILABLE`` with the same ``RetryInfo`` (never ``UNKNOWN``, which the OTLP
+specification does not retry). gRPC applies the size limit itself
 (``grpc.max_receive_message_length``, checked after decompression) and answers
 ``RESOURCE_EXHAUSTED`` without handing the message over; ``Export`` is served
 as a client-streaming method (the same frames on the wire as a unary call) so
@@ -23,16 +26,19 @@ from typing import Any
 
 import grpc
 from google.protobuf import any_pb2, duration_pb2
-from google.rpc import code_pb2, error_details_pb2, status_pb2
+from google.rpc import error_details_pb2, status_pb2
 
 from otel_compaction.otlp.decode import DecodeError, Signal, parse_protobuf
-from otel_compaction.processor.pipeline import Overloaded, Pipeline
+from otel_compaction.processor.connections import PeerNotices, grpc_peer_address
+from otel_compaction.processor.pipeline import Overloaded, Pipeline, Unavailable
 from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason
 
 logger = logging.getLogger(__name__)
 
 TRANSPORT = "grpc"
+RETRY_SECONDS = 5
+"""The retry delay told to a sender whose request the processor failed on."""
 
 
 class GrpcReceiver:
@@ -62,6 +68,8 @@ class GrpcReceiver:
         self._pipeline = pipeline
         self._token = token
         self._metrics = metrics
+        self._limit = max_request_bytes
+        self._notices = PeerNotices(logger)
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="otlp-grpc"),
             options=[
@@ -92,6 +100,15 @@ class GrpcReceiver:
                 # answered RESOURCE_EXHAUSTED itself; a unary client makes no call
                 # without a message.
                 self._reject(signal, ProcessorReason.TOO_LARGE)
+                # gRPC has ended the call: its peer may be gone (then one notice for all).
+                peer = grpc_peer_address(context.peer() or "") or "a sender gRPC did not name"
+                self._notices.once(
+                    peer,
+                    "refused a %s request from %s over receivers.max_request_bytes (%d): the "
+                    "sender drops such batches; bound its batches in bytes (docs/processor.md, "
+                    "Batch size) or raise the limit",
+                    signal.spec.name, peer, self._limit,
+                )  # fmt: skip
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "no request message")
                 return b""  # not reached: abort raises
             return self._handle(signal, data, context)
@@ -108,11 +125,23 @@ class GrpcReceiver:
         except DecodeError as exc:
             self._reject(signal, ProcessorReason.MALFORMED)
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, exc.reason)
+        except Unavailable as exc:
+            self._retry_later(signal, context, exc, grpc.StatusCode.UNAVAILABLE)
         except Overloaded as exc:
-            self._reject(signal, ProcessorReason.OVERLOADED)
-            context.set_trailing_metadata(retry_trailers(exc.reason, exc.retry_after))
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, exc.reason)
+            self._retry_later(signal, context, exc, grpc.StatusCode.RESOURCE_EXHAUSTED)
+        except Exception:  # a fault of ours, not of the request: "retry later", never UNKNOWN
+            logger.exception("cannot accept a %s request", signal.spec.name)
+            failure = Unavailable("the processor failed on this request", RETRY_SECONDS)
+            failure.cause = ProcessorReason.ANALYSIS_ERROR
+            self._retry_later(signal, context, failure, grpc.StatusCode.UNAVAILABLE)
         return bytes(signal.spec.response().SerializeToString())
+
+    def _retry_later(
+        self, signal: Signal, context: Any, exc: Overloaded, code: grpc.StatusCode
+    ) -> None:
+        self._reject(signal, exc.cause)
+        context.set_trailing_metadata(retry_trailers(exc.reason, exc.retry_after, code))
+        context.abort(code, exc.reason)
 
     def _authorized(self, context: Any) -> bool:
         if self._token is None:
@@ -146,12 +175,14 @@ def _first(messages: Iterator[bytes]) -> bytes | None:
         return None
 
 
-def retry_trailers(message: str, retry_after: int) -> tuple[tuple[str, bytes], ...]:
+def retry_trailers(
+    message: str, retry_after: int, code: grpc.StatusCode = grpc.StatusCode.RESOURCE_EXHAUSTED
+) -> tuple[tuple[str, bytes], ...]:
     """Trailing metadata telling an OTLP client to retry after ``retry_after`` seconds."""
     info = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(seconds=retry_after))
     detail = any_pb2.Any()
     detail.Pack(info)
-    status = status_pb2.Status(code=code_pb2.RESOURCE_EXHAUSTED, message=message, details=[detail])
+    status = status_pb2.Status(code=code.value[0], message=message, details=[detail])
     return (
         ("google.rpc.retryinfo-bin", info.SerializeToString()),
         ("grpc-status-details-bin", status.SerializeToString()),

@@ -9,8 +9,9 @@ received within its deadline; 411 without a length; 413 over the size limit
 (compressed or decompressed; the refused body is read and discarded first, up
 to ``MAX_DRAIN_BYTES``, so the client reads the answer); 415 for other media
 types or encodings; 429 with ``Retry-After`` when the pipeline is full; 503
-with ``Retry-After`` when every processing slot is busy or the client holds
-too many connections.
+with ``Retry-After`` when every processing slot is busy, the client holds
+too many connections, the forwarding queue cannot be written (a full disk) or
+the processor failed on the request (never a dropped connection).
 
 A body is read whole before the request takes one of the processing slots, so
 a slow sender holds only its own connection
@@ -38,14 +39,21 @@ from otel_compaction.otlp.decode import (
     encode_status,
     media_type,
 )
-from otel_compaction.processor.connections import DeadlineHandler, LimitedHTTPServer
-from otel_compaction.processor.pipeline import Overloaded, Pipeline
+from otel_compaction.processor.connections import (
+    ByteBudget,
+    DeadlineHandler,
+    LimitedHTTPServer,
+    PeerNotices,
+)
+from otel_compaction.processor.pipeline import Overloaded, Pipeline, Unavailable
 from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason
 
 logger = logging.getLogger(__name__)
 
 TRANSPORT = "http"
+RETRY_SECONDS = 5
+"""The ``Retry-After`` told to a sender whose request the processor failed on."""
 _REASON_BY_STATUS = {
     400: ProcessorReason.MALFORMED,
     401: ProcessorReason.UNAUTHENTICATED,
@@ -118,6 +126,7 @@ class HttpReceiver:
         *,
         max_request_bytes: int,
         max_concurrent: int = 16,
+        max_inflight_bytes: int = 256 << 20,
         request_timeout: float = 30.0,
         max_connections: int = 128,
         max_connections_per_peer: int = 32,
@@ -130,6 +139,8 @@ class HttpReceiver:
         self._token = token
         self._metrics = metrics
         self._slots = threading.BoundedSemaphore(max_concurrent)
+        self._budget = ByteBudget(max_inflight_bytes)
+        self._notices = PeerNotices(logger)
         self._server = _Server(
             (host, port), self, request_timeout=request_timeout,
             max_connections=max_connections, max_per_peer=max_connections_per_peer,
@@ -179,9 +190,18 @@ class HttpReceiver:
             self._fail(req, signal, 401, kind, "missing or wrong bearer token")
             return
         if size > self._limit:
-            self._drain(req, size)
-            self._fail(req, signal, 413, kind, f"body of {size} bytes exceeds {self._limit}")
+            self._too_large(req, signal, kind, size)
             return
+        if not self._budget.reserve(size):
+            self._drain(req, size)  # read and discarded, not held: the client reads the answer
+            self._fail(req, signal, 503, kind, "too many bytes in flight", retry_after=1)
+            return
+        try:
+            self._receive(req, signal, kind, size)
+        finally:
+            self._budget.release(size)
+
+    def _receive(self, req: _Handler, signal: Signal, kind: str, size: int) -> None:
         body = self._read_body(req, size)
         if body is None:
             return
@@ -193,6 +213,18 @@ class HttpReceiver:
         finally:
             self._slots.release()
 
+    def _too_large(self, req: _Handler, signal: Signal, kind: str, size: int) -> None:
+        """413 (not retried: the sender drops the batch), and a warning once per sender."""
+        self._drain(req, size)
+        self._notices.once(
+            req.client_address[0],
+            "refused a %s request of %d bytes from %s over receivers.max_request_bytes (%d): "
+            "the sender drops such batches; bound its batches in bytes (docs/processor.md, "
+            "Batch size) or raise the limit",
+            signal.spec.name, size, req.client_address[0], self._limit,
+        )  # fmt: skip
+        self._fail(req, signal, 413, kind, f"body of {size} bytes exceeds {self._limit}")
+
     def _process(self, req: _Handler, signal: Signal, kind: str, body: bytes) -> None:
         try:
             request, data = decode_body(
@@ -203,8 +235,16 @@ class HttpReceiver:
         except DecodeError as exc:
             self._fail(req, signal, exc.status, kind, exc.reason)
             return
+        except Unavailable as exc:
+            self._fail(req, signal, 503, kind, exc.reason, exc.retry_after, exc.cause)
+            return
         except Overloaded as exc:
             self._fail(req, signal, 429, kind, exc.reason, retry_after=exc.retry_after)
+            return
+        except Exception:  # a fault of ours, not of the request: "retry later", never a reset
+            logger.exception("cannot accept a %s request", signal.spec.name)
+            self._fail(req, signal, 503, kind, "the processor failed on this request",
+                       RETRY_SECONDS, ProcessorReason.ANALYSIS_ERROR)  # fmt: skip
             return
         self._send(req, 200, kind, encode_response(signal, kind))
 
@@ -260,10 +300,11 @@ class HttpReceiver:
 
     def _fail(
         self, req: _Handler, signal: Signal | None, status: int, kind: str, reason: str,
-        retry_after: int | None = None,
+        retry_after: int | None = None, cause: ProcessorReason | None = None,
     ) -> None:  # fmt: skip
-        if self._metrics is not None and signal is not None and status in _REASON_BY_STATUS:
-            self._metrics.rejected(signal, _REASON_BY_STATUS[status], 1)
+        cause = cause or _REASON_BY_STATUS.get(status)
+        if self._metrics is not None and signal is not None and cause is not None:
+            self._metrics.rejected(signal, cause, 1)
         self.reply_error(req, status, kind, reason, retry_after)
 
     def reply_error(

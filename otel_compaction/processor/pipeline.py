@@ -18,9 +18,16 @@ flags is written again, with just those spans re-encoded
 Nothing one request holds can stop the forwarding: an item the processor
 fails on (reading it, analysing it, writing its flags) is logged, counted as
 ``analysis_error`` and passes through without a verdict; a batch whose output
-cannot be built leaves as it was received. Only a queue that cannot be written
-(a full disk) holds a batch back, and then it is retried every tick and
-``oldest_batch_seconds`` (``/healthz``) says how long it has waited.
+cannot be built leaves as it was received.
+
+A queue that cannot be written (a full disk) loses nothing either: a request
+that cannot be written ahead is refused with :class:`Unavailable` (the
+receivers answer 503 / ``UNAVAILABLE`` with a retry delay, which every OTLP
+sender retries), counted as ``queue_unwritable``; finding spans wait in memory
+(bounded) and a processed batch whose new bytes cannot be written leaves as it
+was received (a rename needs no space), so the queue never blocks on its own
+head. The first failure is logged, and so is the recovery; ``queue_error``
+(``/healthz``) says why meanwhile.
 """
 
 from __future__ import annotations
@@ -47,7 +54,8 @@ from otel_compaction.otlp.spanview import splice_spans
 from otel_compaction.otlp.state import Applied, ConversationState
 from otel_compaction.processor.config import ProcessorConfig
 from otel_compaction.processor.enrich import write_flags
-from otel_compaction.processor.queue import PersistentQueue, QueueFull
+from otel_compaction.processor.queue import PersistentQueue, QueueFull, QueueUnwritable
+from otel_compaction.processor.queue_watch import QueueWatch
 from otel_compaction.processor.tap import FindingContext, findings_request
 from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason
@@ -59,15 +67,25 @@ MAX_UNSETTLED = 4096
 """Compactions whose span location is kept until a later turn settles them."""
 STUCK_AFTER_SECONDS = 60.0
 """A batch held this long past its reorder window makes ``/healthz`` report a stuck queue."""
+UNWRITABLE_RETRY_SECONDS = 5
+"""The retry delay a sender is told while the queue cannot be written."""
 
 
 class Overloaded(Exception):
     """The processor cannot take this request now; retry after ``retry_after`` seconds."""
 
+    cause = ProcessorReason.OVERLOADED
+
     def __init__(self, reason: str, retry_after: int) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+
+
+class Unavailable(Overloaded):
+    """The forwarding queue cannot be written (a full disk): retry later (503, ``UNAVAILABLE``)."""
+
+    cause = ProcessorReason.QUEUE_UNWRITABLE
 
 
 @dataclass(slots=True)
@@ -86,6 +104,8 @@ class Batch:
     remaining: int
     accepted: float = 0.0
     changed: list[Item] = field(default_factory=list)
+    taken: list[int] = field(default_factory=list)
+    """The de-duplication keys of its items the state has taken (applied or skipped)."""
 
 
 class Pipeline:
@@ -132,6 +152,7 @@ class Pipeline:
             MAX_UNSETTLED
         )
         self._release_failing = False
+        self._watch = None if queue is None else QueueWatch(queue, clock, self._dropped_unwritable)
 
     # ----------------------------------------------------------------- input
 
@@ -153,7 +174,7 @@ class Pipeline:
         with self._lock:
             self._admit(len(items), len(data) if queue is not None and data is not None else 0)
             if queue is not None and data is not None:
-                seq = queue.put(signal, data, count, ready=False)
+                seq = self._write_ahead(queue, signal, data, count)
                 kept = request if self.enrich else None  # tap sends no request on
                 batch = Batch(seq, signal, kept, count, len(items), self._clock())
                 self._track(batch, items)
@@ -188,6 +209,23 @@ class Pipeline:
                     item.target = None
             return items
         return []
+
+    def _write_ahead(self, queue: PersistentQueue, signal: Signal, data: bytes, count: int) -> int:
+        """Write the request ahead; ``Unavailable`` (retry later) when the disk refuses it."""
+        assert self._watch is not None
+        try:
+            seq = queue.put(signal, data, count, ready=False)
+        except QueueUnwritable as exc:
+            self._watch.failed(exc)
+            raise Unavailable(
+                f"the forwarding queue cannot be written: {exc}", UNWRITABLE_RETRY_SECONDS
+            ) from None
+        self._watch.writable()
+        return seq
+
+    def queue_error(self) -> str | None:
+        """Why the forwarding queue cannot be written now (None: it can)."""
+        return self.queue.write_error if self.queue is not None else None
 
     def _admit(self, items: int, size: int) -> None:
         limit = self.config.processing.max_pending_items
@@ -229,6 +267,11 @@ class Pipeline:
         with self._lock:
             groups = self.state.take_due()
         applied = self._process(groups)
+        watch = self._watch
+        if watch is not None:
+            watch.probe_if_due()
+            if watch.holds() and not watch.failing:
+                self._emit_findings([])
         if self._clock() >= self._next_expiry:
             self._next_expiry = self._clock() + EXPIRE_EVERY_SECONDS
             self.state.expire()
@@ -324,11 +367,17 @@ class Pipeline:
             self._findings_out.flush()
 
     def _emit_findings(self, findings: list[FindingContext]) -> None:
-        if self.queue is None:
+        """Queue finding spans (with those held back while the queue could not be written)."""
+        if self.queue is None or self._watch is None:
             return
+        findings = [*self._watch.take_held(), *findings]
         try:
             request = findings_request(findings, self.config.output.service_name)
             self.queue.put(Signal.TRACES, request.SerializeToString(), len(findings), ready=True)
+            self._watch.writable()
+        except QueueUnwritable as exc:
+            self._watch.failed(exc)
+            self._watch.hold(findings)
         except QueueFull:
             logger.error("forwarding queue full: %d finding spans dropped", len(findings))
             if self.metrics is not None:
@@ -337,6 +386,10 @@ class Pipeline:
             logger.exception("cannot queue %d finding spans", len(findings))
             self._count_failed(Signal.TRACES, len(findings))
 
+    def _dropped_unwritable(self, count: int) -> None:
+        if self.metrics is not None:
+            self.metrics.dropped(ProcessorReason.QUEUE_UNWRITABLE, count)
+
     def _release(self, groups: list[tuple[str, list[Item]]]) -> None:
         """Hand processed requests to the queue, oldest first (keeps per-conversation order)."""
         for _, items in groups:
@@ -344,6 +397,7 @@ class Pipeline:
                 batch = item.batch
                 if batch is not None:
                     batch.remaining -= 1
+                    batch.taken.append(item.dedupe_key)
         while self._batches and self._batches[0].remaining <= 0:
             if not self._complete(self._batches[0]):
                 break  # the queue cannot be written: the head stays and is retried next tick
@@ -361,16 +415,37 @@ class Pipeline:
             output = None
         try:
             if self.enrich:
-                queue.complete(batch.seq, output, batch.items)
+                self._complete_enriched(queue, batch, output)
             else:
                 queue.remove(batch.seq)  # applied; its findings are queued already
-        except OSError as exc:
+        except (OSError, QueueUnwritable) as exc:
             if not self._release_failing:
                 logger.error("cannot release batch %d to the queue (%s); retrying", batch.seq, exc)
             self._release_failing = True
             return False
         self._release_failing = False
         return True
+
+    def _complete_enriched(
+        self, queue: PersistentQueue, batch: Batch, output: bytes | None
+    ) -> None:
+        """The batch made ready; with its new bytes if they can be written, else as received
+        (a rename needs no space: the queue's head must never wait for free space)."""
+        try:
+            queue.complete(batch.seq, output, batch.items)
+        except QueueUnwritable as exc:
+            if self._watch is not None:
+                self._watch.failed(exc)
+            logger.error("flags of batch %d not written (%s); sent as received", batch.seq, exc)
+            if self.metrics is not None:
+                self.metrics.rejected(batch.signal, ProcessorReason.QUEUE_UNWRITABLE,
+                                      len(batch.changed))  # fmt: skip
+            queue.complete(batch.seq, None, batch.items)
+
+    def unreleased_keys(self) -> list[int]:
+        """The de-duplication keys of items already taken whose batch is still written ahead
+        (not released): a restart replays that batch, and the snapshot must know them."""
+        return [key for batch in self._batches for key in batch.taken]
 
     def oldest_batch_seconds(self) -> float:
         """How long the oldest batch not yet released has been held (0: none is held)."""

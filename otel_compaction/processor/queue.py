@@ -15,12 +15,19 @@ Files are written to a temporary name and renamed, so a crash leaves either
 the old or the new file, never half of one; ``fsync=True`` also survives a
 power cut. Batches leave in ``seq`` order; a ``raw`` head blocks the ones
 behind it until it is ready, which keeps each conversation's order.
+
+A write the file system refuses (a full disk: ``ENOSPC``, a quota, a read-only
+remount) leaves no partial file behind and raises :class:`QueueUnwritable`;
+``write_error`` says why until a write succeeds again (``probe`` tries one
+when nothing else writes), so the receivers can refuse with "retry later" and
+the health endpoints can say what is wrong.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +39,21 @@ _SIGNALS = {s.spec.name: s for s in Signal}
 
 class QueueFull(Exception):
     """The queue is at its batch or byte limit; the caller must push back."""
+
+
+class QueueUnwritable(Exception):
+    """The file system refused a write (``cause``: the ``OSError``); nothing was written."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(describe_os_error(cause))
+        self.cause = cause
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``No space left on device (errno 28)``: the reason of an ``OSError``, without paths."""
+    if exc.errno is not None and exc.strerror:
+        return f"{exc.strerror} (errno {exc.errno})"
+    return str(exc) or type(exc).__name__
 
 
 @dataclass(slots=True)
@@ -68,6 +90,7 @@ class PersistentQueue:
         self._lock = threading.Condition()
         self._entries: OrderedDict[int, Entry] = OrderedDict()
         self._bytes = 0
+        self._write_error: tuple[str, float] | None = None
         directory.mkdir(parents=True, exist_ok=True)
         self._load()
         self._next = max(self._entries, default=0) + 1
@@ -115,8 +138,8 @@ class PersistentQueue:
             ):
                 raise QueueFull(f"{len(self._entries)} batches, {self._bytes} bytes queued")
             entry = Entry(self._next, signal, items, len(data), ready)
+            self._write(entry, data)  # raises QueueUnwritable: the seq is not used
             self._next += 1
-            self._write(entry, data)
             self._entries[entry.seq] = entry
             self._bytes += entry.size
             self._lock.notify_all()
@@ -187,15 +210,53 @@ class PersistentQueue:
         with self._lock:
             self._lock.notify_all()
 
+    @property
+    def write_error(self) -> str | None:
+        """Why the last write failed (None: it succeeded), with how long ago it started."""
+        with self._lock:
+            failing = self._write_error
+        if failing is None:
+            return None
+        reason, since = failing
+        return f"{reason}, for {time.monotonic() - since:.0f} s"
+
+    def probe(self) -> bool:
+        """Try a small write (nothing else is writing); True and the error cleared if it works."""
+        tmp = self.directory / ".probe.tmp"
+        with self._lock:
+            try:
+                self._write_file(tmp, b"\0" * 4096, fsync=False)
+            except OSError as exc:
+                self._failed(exc)
+                return False
+            finally:
+                tmp.unlink(missing_ok=True)
+            self._write_error = None
+            return True
+
     def _write(self, entry: Entry, data: bytes) -> None:
         final = self.directory / entry.name()
         tmp = final.with_name(final.name + ".tmp")
-        with open(tmp, "wb") as fh:
+        try:
+            self._write_file(tmp, data, fsync=self._fsync)
+            os.replace(tmp, final)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)  # a partial file would hold the space it took
+            self._failed(exc)
+            raise QueueUnwritable(exc) from exc
+        self._write_error = None
+
+    def _failed(self, exc: OSError) -> None:
+        if self._write_error is None:
+            self._write_error = (describe_os_error(exc), time.monotonic())
+
+    @staticmethod
+    def _write_file(path: Path, data: bytes, *, fsync: bool) -> None:
+        with open(path, "wb") as fh:
             fh.write(data)
-            if self._fsync:
+            if fsync:
                 fh.flush()
                 os.fsync(fh.fileno())
-        os.replace(tmp, final)
 
 
 def _parse_name(path: Path) -> Entry | None:

@@ -137,6 +137,7 @@ class ProcessorService:
                 self.http = HttpReceiver(
                     self.pipeline, host, port, max_request_bytes=cfg.max_request_bytes,
                     max_concurrent=cfg.max_concurrent_requests,
+                    max_inflight_bytes=cfg.max_inflight_bytes,
                     request_timeout=cfg.request_timeout_seconds,
                     max_connections=cfg.max_connections,
                     max_connections_per_peer=cfg.max_connections_per_peer, token=token,
@@ -223,7 +224,7 @@ class ProcessorService:
         if self.snapshots is None:
             return
         try:
-            saved = self.snapshots.save(self.pipeline.state)
+            saved = self.snapshots.save(self.pipeline.state, self.pipeline.unreleased_keys())
         except (OSError, SnapshotError):
             logger.exception("state snapshot not written; the previous one stays")
             self.metrics.snapshot_write_error()
@@ -268,6 +269,7 @@ class ProcessorService:
             "last_forward_error": self.forwarder.last_error if self.forwarder else None,
             "oldest_batch_seconds": round(self.pipeline.oldest_batch_seconds(), 3),
             "stuck": self.pipeline.stuck(),
+            "queue_error": self.pipeline.queue_error(),
         }
 
     def _forwarded(self, entry: Entry, result: SendResult) -> None:

@@ -11,16 +11,26 @@ restarts is then flagged on the next compaction, as if there was no restart.
 File format, UTF-8 (ASCII in practice) JSON, one object a line::
 
     {"format": "otel-compaction.engine-state", "version": 1, "engine": "<16 hex>",
-     "settings": "<16 hex>", "written_unix": 1764612345.5, "conversations": 2}
+     "settings": "<16 hex>", "written_unix": 1764612345.5, "conversations": 2,
+     "replay_keys": [1234, 5678]}
     {"id": "conv-a", "idle": 12.5, "mark": 17, "state": {"$o": "ConversationAnalyzer", ...}}
-    {"id": "conv-b", "idle": 0.4, "mark": 0, "state": {...}}
+    {"id": "conv-b", "idle": 0.4, "mark": 9, "turn_ns": 1764612340000000000, "base": 5,
+     "state": {...}}
     {"end": 2, "sha256": "<hex SHA-256 of every byte before this line>"}
 
-(the header is one line; wrapped here). ``engine`` is
+(the header is one line; wrapped here). ``replay_keys`` holds the
+de-duplication keys of items already applied whose request was still written
+ahead, not released (a batch behind an older one whose conversation was still
+in its reorder window): a restart replays that request, and these keys make its
+applied items duplicates instead of turns counted twice (Claude Code's and
+Codex's events carry no turn index for the mark to refuse). ``engine`` is
 ``snapshot_codec.engine_digest()`` (the layout of the engine's state; see
 ``processor/snapshot_codec.py`` for ``state``), ``settings`` the SHA-256 of the
 detector settings, ``idle`` the seconds since the conversation's last item when
-the file was written, ``mark`` the highest turn index applied (0: none).
+the file was written, ``mark`` the highest turn index applied (0: none),
+``turn_ns`` the start of that turn's span (absent: unknown), ``base`` (only for a
+conversation an agent process resumed, numbering from 1 again) the turns before
+that process's turn 1 (``otlp/state.py``).
 Conversations come least recently active first, the registry's LRU order.
 
 Bounds: at most ``state.max_conversations`` conversations (the most recently
@@ -31,7 +41,10 @@ Writing: a temporary file in the same directory, ``fsync``, ``os.replace`` over
 the previous snapshot, ``fsync`` of the directory: after a crash at any point
 the file is the previous snapshot or the new one, never a mixture.
 
-Reading: no file is a first start. A file that is too large, truncated, corrupt
+Reading: no file is a first start. Only a regular file is read (``_files``, as
+``analyze`` reads its inputs: a FIFO, a device or a directory at the path is refused
+at once, never waited on) of at most ``state.max_bytes``. A path that is no regular
+file or cannot be read (``unreadable``), a file that is too large, truncated, corrupt
 (not JSON, a checksum mismatch, a value this engine cannot rebuild), of another
 format version or engine layout, or written under other detector settings is
 not used: :class:`SnapshotRejected` names the reason
@@ -50,11 +63,12 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from otel_compaction import _files as files
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
 from otel_compaction.otlp.state import ConversationState
@@ -95,6 +109,8 @@ class SnapshotEntry:
     idle: float
     mark: int
     state: codec.Restored
+    base: int = 0
+    turn_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +119,7 @@ class Snapshot:
 
     written_unix: float
     entries: list[SnapshotEntry]
+    replay_keys: list[int] = field(default_factory=list)
 
 
 def settings_digest(settings: Settings) -> str:
@@ -145,15 +162,28 @@ class SnapshotStore:
 
     # ------------------------------------------------------------------ write
 
-    def save(self, state: ConversationState) -> Saved:
-        """Write ``state`` atomically; raises ``OSError`` or ``SnapshotError`` (file unchanged)."""
+    def save(self, state: ConversationState, replay_keys: Sequence[int] = ()) -> Saved:
+        """Write ``state`` atomically; raises ``OSError`` or ``SnapshotError`` (file unchanged).
+
+        ``replay_keys``: the de-duplication keys of items applied from batches a restart
+        would replay (``Pipeline.unreleased_keys``); they are taken as seen on ``load``.
+        """
         tracked = state.tracked()
         limit = self.settings.conversation_idle_seconds
         alive = [t for t in tracked if t[1] <= limit]  # the others would expire on restore
         live = alive[-self.max_conversations :]
-        lines, size = [], _RESERVE
+        keys = list(replay_keys)
+        lines, size = [], _RESERVE + len(_line(keys))
         for analyzer, idle, mark in reversed(live):  # the most recent first, until full
-            entry = {"id": analyzer.conversation_id, "idle": idle, "mark": mark}
+            entry: dict[str, Any] = {"id": analyzer.conversation_id, "idle": idle, "mark": mark}
+            base, turn_ns = (
+                state.base(analyzer.conversation_id),
+                state.turn_time(analyzer.conversation_id),
+            )
+            if turn_ns:
+                entry["turn_ns"] = turn_ns  # tells a resumed conversation from a replayed turn
+            if base:
+                entry["base"] = base  # a conversation an agent process resumed
             entry["state"] = codec.encode_analyzer(analyzer)
             line = _line(entry)
             if size + len(line) > self.max_bytes:
@@ -163,7 +193,7 @@ class SnapshotStore:
         lines.reverse()
         header = {"format": FORMAT, "version": VERSION, "engine": self._engine_digest,
                   "settings": self._settings_digest, "written_unix": self._wall(),
-                  "conversations": len(lines)}  # fmt: skip
+                  "conversations": len(lines), "replay_keys": keys}  # fmt: skip
         body = b"".join([_line(header), *lines])
         end = _line({"end": len(lines), "sha256": hashlib.sha256(body).hexdigest()})
         self._replace(body + end)
@@ -171,11 +201,17 @@ class SnapshotStore:
 
     def _replace(self, data: bytes) -> None:
         tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        tmp.unlink(missing_ok=True)  # whatever is there (a FIFO would block an open)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a full disk: the partial copy would hold its space
+            raise
         fd = os.open(self.path.parent, os.O_RDONLY)
         try:
             os.fsync(fd)
@@ -206,17 +242,23 @@ class SnapshotStore:
         except Exception as exc:  # noqa: BLE001  # whatever a damaged value raises, it is not used
             self._set_aside()
             raise SnapshotRejected(SnapshotReason.CORRUPT, f"{self.path}: {exc}") from None
+        state.remember(snapshot.replay_keys)
         for entry in kept:
-            adopted = state.adopt(entry.conversation_id, entry.idle + lost, entry.mark)
+            adopted = state.adopt(entry.conversation_id, entry.idle + lost, entry.mark,
+                                  entry.base, entry.turn_ns)  # fmt: skip
             codec.apply_state(adopted, entry.state)
         return len(kept)
 
     def read(self) -> Snapshot:
         """The snapshot on disk, checked and decoded; ``SnapshotRejected`` when unusable."""
-        size = self.path.stat().st_size
-        if size > self.max_bytes:
-            raise self._rejected(SnapshotReason.TOO_LARGE, f"{size} bytes > {self.max_bytes}")
-        data = self.path.read_bytes()
+        try:
+            data = files.read_bounded(self.path, self.max_bytes)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:  # a FIFO, a device, a directory, no permission: never blocks
+            raise self._rejected(SnapshotReason.UNREADABLE, exc.strerror or str(exc)) from None
+        if data is None:
+            raise self._rejected(SnapshotReason.TOO_LARGE, f"over {self.max_bytes} bytes")
         if not data.endswith(b"\n"):
             raise self._rejected(SnapshotReason.TRUNCATED, "the last line is incomplete")
         lines = data[:-1].split(b"\n")
@@ -233,8 +275,11 @@ class SnapshotStore:
         written = _number(header.get("written_unix"))
         if written is None:
             raise self._rejected(SnapshotReason.CORRUPT, "no written_unix in the header")
+        keys = header.get("replay_keys", [])
+        if not isinstance(keys, list) or not all(type(k) is int and k >= 0 for k in keys):
+            raise self._rejected(SnapshotReason.CORRUPT, "replay_keys is no list of keys")
         entries = [self._entry(n, raw) for n, raw in enumerate(lines[1:-1], 2)]
-        return Snapshot(written, entries)
+        return Snapshot(written, entries, keys)
 
     def _header(self, raw: bytes) -> dict[str, Any]:
         header = _parse(raw)
@@ -254,10 +299,14 @@ class SnapshotStore:
         entry = _parse(raw)
         fields = entry if isinstance(entry, dict) else {}
         cid, idle, mark = fields.get("id"), _number(fields.get("idle")), fields.get("mark")
+        base, turn_ns = fields.get("base", 0), fields.get("turn_ns", 0)
         try:
             if type(cid) is not str or idle is None or type(mark) is not int:
                 raise codec.SnapshotError("not a conversation line")
-            return SnapshotEntry(cid, idle, mark, codec.decode_state(fields.get("state")))
+            if type(base) is not int or not 0 <= base <= mark or type(turn_ns) is not int:
+                raise codec.SnapshotError(f"base {base!r} or turn_ns {turn_ns!r} is no mark")
+            state = codec.decode_state(fields.get("state"))
+            return SnapshotEntry(cid, idle, mark, state, base, turn_ns)
         except codec.SnapshotError as exc:
             raise self._rejected(SnapshotReason.CORRUPT, f"line {number}: {exc}") from None
 
@@ -267,8 +316,8 @@ class SnapshotStore:
     def _set_aside(self) -> None:
         try:
             os.replace(self.path, self.path.with_name(self.path.name + ".rejected"))
-        except OSError:
-            logger.exception("could not move the rejected snapshot %s aside", self.path)
+        except OSError as exc:  # e.g. a directory over a file of that name: said, not raised
+            logger.warning("could not move the rejected snapshot %s aside: %s", self.path, exc)
 
 
 def _parse(raw: bytes) -> Any:

@@ -36,10 +36,12 @@ REJECT_REASONS = (
     ProcessorReason.DUPLICATE,
     ProcessorReason.LATE,
     ProcessorReason.ANALYSIS_ERROR,
+    ProcessorReason.QUEUE_UNWRITABLE,
 )
 DROP_REASONS = (
     ProcessorReason.QUEUE_FULL,
     ProcessorReason.DOWNSTREAM_REJECTED,
+    ProcessorReason.QUEUE_UNWRITABLE,
 )
 SHED_REASONS = (
     ProcessorReason.REQUEST_TIMEOUT,

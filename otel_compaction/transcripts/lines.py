@@ -14,13 +14,12 @@ Python's reader accepts, are not JSON).
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from otel_compaction import _files as files
 from otel_compaction.transcripts.progress import Progress
 
 MAX_KEPT = 1000
@@ -139,35 +138,16 @@ def _not_json(name: str) -> Any:
 
 
 def open_regular(path: Path) -> BinaryIO:
-    """Open a regular file for reading; anything else is refused at once, without blocking.
+    """Open a regular file for reading; anything else is refused at once, without blocking
+    (``otel_compaction._files``, shared with the processor's state snapshot).
 
     Raises:
         TranscriptError: the file cannot be opened, or is a FIFO, a device, a directory...
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        return files.open_regular(path)
     except OSError as exc:
         raise TranscriptError(path, exc.strerror or str(exc)) from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise TranscriptError(path, f"not a regular file ({_kind(mode)}): not read")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"),
-        (stat.S_ISSOCK, "a socket"),
-    ):  # fmt: skip
-        if test(mode):
-            return name
-    return "not a file"
 
 
 def read_document(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes | None:

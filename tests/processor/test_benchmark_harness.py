@@ -12,6 +12,11 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_compaction import semconv as sc
+from otel_compaction.otlp.decode import Signal, parse_protobuf
+from otel_compaction.processor.admin import AdminServer
+from otel_compaction.processor.telemetry import ProcessorMetrics
+from otel_compaction.semconv import ProcessorReason
+from tests.processor.conftest import PipelineFactory
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -22,11 +27,12 @@ def bench() -> Iterator[dict[str, ModuleType]]:
     sys.path.insert(0, str(BENCH))
     try:
         import otlp_harness  # type: ignore[import-not-found,unused-ignore]
+        import processor_checks  # type: ignore[import-not-found,unused-ignore]
         import processor_payloads  # type: ignore[import-not-found,unused-ignore]
         import processor_throughput  # type: ignore[import-not-found,unused-ignore]
 
         yield {"payloads": processor_payloads, "harness": otlp_harness,
-               "report": processor_throughput}  # fmt: skip
+               "report": processor_throughput, "checks": processor_checks}  # fmt: skip
     finally:
         sys.path.remove(str(BENCH))
 
@@ -92,3 +98,38 @@ def test_a_profile_stage_that_moved_is_named(
     monkeypatch.setattr(bench["report"], "STAGES", stages)
     with pytest.raises(LookupError, match=r"pipeline\.Pipeline\.no_such_method \(gone\)"):
         bench["report"].stage_frames()
+
+
+def test_benchmark_passes_have_no_duplicate_or_late_span(
+    bench: dict[str, ModuleType], pipeline_factory: PipelineFactory,
+    processor_metrics: ProcessorMetrics,
+) -> None:  # fmt: skip
+    """The warm-up pass and two timed passes of the benchmark's requests, through the
+    processor's pipeline as the benchmark sends them, are each applied: no item is skipped as
+    ``duplicate`` or ``late`` (issue 29: after the warm-up every span was a duplicate)."""
+    templates = bench["payloads"].payloads(4, turns=16)
+    pipeline, _ = pipeline_factory("enrich", metrics=processor_metrics)
+    for first in (900_000, 1, 1001):
+        requests = bench["harness"].Requests(templates, first_pass=first)
+        for _ in range(len(templates)):
+            _tag, body = requests.next()
+            pipeline.submit(Signal.TRACES, parse_protobuf(Signal.TRACES, body), "grpc", body)
+        pipeline.drain()
+    assert bench["checks"].skipped(processor_metrics.exposition()) == {"duplicate": 0.0,
+                                                                       "late": 0.0}  # fmt: skip
+    assert len(pipeline.state.registry) == 3 * 4
+
+
+def test_a_run_with_skipped_spans_is_refused(
+    bench: dict[str, ModuleType], processor_metrics: ProcessorMetrics, tmp_path: Path
+) -> None:
+    """The benchmark stops, naming the counts, when the processor it measured skipped spans."""
+    processor_metrics.rejected(Signal.TRACES, ProcessorReason.DUPLICATE, 12_800)
+    server = AdminServer("127.0.0.1", 0, exposition=processor_metrics.exposition, status=dict)
+    server.start()
+    try:
+        (tmp_path / "processor-B.metrics-port").write_text(str(server.port))
+        with pytest.raises(bench["checks"].SkippedSpans, match=r"'duplicate': 12800\.0"):
+            bench["checks"].check_run(tmp_path, "B")
+    finally:
+        server.stop()

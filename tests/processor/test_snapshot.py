@@ -287,7 +287,8 @@ def test_no_damaged_file_crashes_the_load(tmp_path: Path, data: st.DataObject) -
 def test_a_failed_write_leaves_the_previous_snapshot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A write failing before the rename keeps the last good file; a leftover temp is harmless."""
+    """A write failing before the rename keeps the last good file, and leaves no partial temp
+    file holding the space a full disk lacks."""
     store, data = _saved_file(tmp_path)
 
     def no_space(_fd: int) -> None:
@@ -300,7 +301,7 @@ def test_a_failed_write_leaves_the_previous_snapshot(
         store.save(state)
     monkeypatch.undo()
     assert store.path.read_bytes() == data
-    assert store.path.with_name(FILE_NAME + ".tmp").exists()
+    assert not store.path.with_name(FILE_NAME + ".tmp").exists()
     restored = _state()
     assert store.load(restored) == 2
 
