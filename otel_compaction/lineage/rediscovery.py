@@ -127,15 +127,13 @@ def resolve_keys(
     return [None if a is None else call_key(n, a) for n, a in zip(calls, args, strict=True)]
 
 
+@dataclass(slots=True)
 class _Keys:
     """Keys with their first and second turn, in three packed arrays sorted by key."""
 
-    __slots__ = ("first", "keys", "second")
-
-    def __init__(self) -> None:
-        self.keys = array("Q")
-        self.first = array("I")
-        self.second = array("I")
+    keys: array[int] = field(default_factory=lambda: array("Q"))
+    first: array[int] = field(default_factory=lambda: array("I"))
+    second: array[int] = field(default_factory=lambda: array("I"))
 
     def get(self, key: int) -> tuple[int, int] | None:
         i = bisect.bisect_left(self.keys, key)
@@ -169,8 +167,12 @@ class _Horizon:
     tokens: int = 0
     turns: int = 0
     last_turn: int = 0
-    seen: set[int] = field(default_factory=set)
+    seen: frozenset[int] = frozenset()
     by_tool: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ident(self) -> HorizonId:
+        return self.start, self.compaction_id
 
     def close(self, end_turn: int) -> Rediscovery:
         ranked = sorted(self.by_tool.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -185,27 +187,34 @@ class _Horizon:
         )
 
 
+HorizonId = tuple[int, str | None]
+"""A horizon's start turn and compaction (None for a baseline point)."""
+
+
+@dataclass(slots=True)
 class RediscoveryTracker:
     """Rediscovery of one conversation, fed turn by turn (see the module docstring).
+
+    A dataclass of plain values, so that a processor's state snapshot can hold it.
 
     Args:
         horizon: the turns a horizon covers (``Settings.rediscovery_horizon``).
     """
 
-    __slots__ = ("_baseline", "_closing", "_edited", "_horizons", "_keys", "_pending", "horizon")
+    horizon: int
+    _keys: _Keys = field(default_factory=_Keys)
+    _edited: dict[int, int] = field(default_factory=dict)
+    """path key -> the last turn an edit call named it."""
+    _horizons: list[_Horizon] = field(default_factory=list)
+    _pending: list[tuple[str, tuple[HorizonId, ...]]] = field(default_factory=list)
+    """The last turn's calls: tool name and the horizons that counted it."""
+    _closing: list[tuple[_Horizon, int]] = field(default_factory=list)
+    """Horizons a compaction ended, with their end turn, waiting for the results of
+    their last calls (they come with the first call after the compaction)."""
+    _baseline: RediscoveryBaseline = field(default_factory=RediscoveryBaseline)
 
-    def __init__(self, horizon: int) -> None:
-        self.horizon = max(1, horizon)
-        self._keys = _Keys()
-        self._edited: dict[int, int] = {}
-        """path key -> the last turn an edit call named it."""
-        self._horizons: list[_Horizon] = []
-        self._pending: list[tuple[str, tuple[_Horizon, ...]]] = []
-        """The last turn's calls: tool name and the horizons that counted it."""
-        self._closing: list[tuple[_Horizon, int]] = []
-        """Horizons a compaction ended, with their end turn, waiting for the results of
-        their last calls (they come with the first call after the compaction)."""
-        self._baseline = RediscoveryBaseline()
+    def __post_init__(self) -> None:
+        self.horizon = max(1, self.horizon)
 
     @property
     def baseline(self) -> RediscoveryBaseline:
@@ -250,19 +259,23 @@ class RediscoveryTracker:
         pending = self._pending
         if not pending or len(result_tokens) != len(pending):
             return
-        for (name, horizons), tokens in zip(pending, result_tokens, strict=True):
-            for horizon in horizons:
-                horizon.tokens += tokens
-                horizon.by_tool[name] = horizon.by_tool.get(name, 0) + tokens
+        live = {h.ident: h for h in self._horizons}
+        live.update((h.ident, h) for h, _ in self._closing)
+        for (name, idents), tokens in zip(pending, result_tokens, strict=True):
+            for ident in idents:
+                horizon = live.get(ident)
+                if horizon is not None:
+                    horizon.tokens += tokens
+                    horizon.by_tool[name] = horizon.by_tool.get(name, 0) + tokens
 
-    def _call(self, turn: int, name: str, known: Key | None) -> tuple[str, tuple[_Horizon, ...]]:
+    def _call(self, turn: int, name: str, known: Key | None) -> tuple[str, tuple[HorizonId, ...]]:
         if known is None:
             return name, ()  # an unknown input matches nothing
         key, path = known
         earlier = self._keys.get(key)
         counted = tuple(h for h in self._horizons if self._redone(h, key, earlier, path))
         for horizon in counted:
-            horizon.seen.add(key)
+            horizon.seen = horizon.seen | {key}
             horizon.calls += 1
             if horizon.last_turn != turn:
                 horizon.turns += 1
@@ -274,7 +287,7 @@ class RediscoveryTracker:
             self._edited[path] = turn
             if len(self._edited) > MAX_PATHS:
                 del self._edited[next(iter(self._edited))]
-        return name, counted
+        return name, tuple(h.ident for h in counted)
 
     def _redone(
         self, horizon: _Horizon, key: int, earlier: tuple[int, int] | None, path: int | None

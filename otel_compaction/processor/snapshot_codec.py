@@ -55,12 +55,14 @@ from typing import Any, Final
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.lineage import text
 from otel_compaction.lineage.cycles import CycleAccumulator
+from otel_compaction.lineage.rediscovery import RediscoveryTracker, _Horizon, _Keys
 from otel_compaction.lineage.tracker import LineageTracker, _Known
 from otel_compaction.model import (
     CompactionRecord,
     Cycle,
     PhaseTransition,
     Pressure,
+    RediscoveryBaseline,
     SummarizerCost,
 )
 from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind, PhaseSource
@@ -99,6 +101,10 @@ VALUE_CLASSES: Final = (
     SummarizerCost,
     _Known,
     text.Sketch,
+    RediscoveryTracker,
+    _Keys,
+    _Horizon,
+    RediscoveryBaseline,
 )
 """Dataclasses rebuilt from their fields."""
 
