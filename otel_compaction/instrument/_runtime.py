@@ -152,7 +152,19 @@ def uninstall() -> None:
     with _lock:
         runtime, _current = _current, None
     if runtime is not None:
+        end_runs(runtime)
         runtime.unsettled.close_all()
+
+
+def end_runs(runtime: Runtime) -> None:
+    """Every tracked conversation's run has ended (the instrumentation closes, the process
+    exits): judge what only the run's end decides (a short run), and the compactions no
+    call followed, and emit what that found. Never raises."""
+    from otel_compaction.instrument._spans import emit_settled  # it imports this module
+
+    with runtime.guard.stage("analysis"):
+        for analysis in runtime.registry.finish():
+            emit_settled(runtime, analysis)
 
 
 def _close_at_exit() -> None:
@@ -162,6 +174,7 @@ def _close_at_exit() -> None:
     runtime = _current
     if runtime is not None:
         try:
+            end_runs(runtime)
             runtime.unsettled.close_all()
         except Exception:  # never break the host, even at exit
             logger.debug("closing unsettled compaction spans failed", exc_info=True)
