@@ -55,7 +55,7 @@ def test_the_processor_reaches_the_agents_verdicts(
 ) -> None:
     """Same findings, reasons included, in the agent and in the processor fed its spans."""
     from truth_classes import CLASSES
-    from truth_run import instrumented, model_windows
+    from truth_run import SCHEMA_TEMPLATE, instrumented, model_windows
 
     cls, index = name.rsplit(":", 1)
     truth = CLASSES[cls]
@@ -67,7 +67,8 @@ def test_the_processor_reaches_the_agents_verdicts(
             for f in cap.findings
             if (capture or f.kind.value != NEEDS_TEXT) and f.kind.value != AT_RUN_END
         )
-    config = make_config(tmp_path, "tap", detectors={"model_windows": model_windows(run)})
+    detectors = {"model_windows": model_windows(run), "schema_template": SCHEMA_TEMPLATE}
+    config = make_config(tmp_path, "tap", detectors=detectors)
     assert config.forward.queue.directory is not None
     out = io.StringIO()
     pipeline = Pipeline(
