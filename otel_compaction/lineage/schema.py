@@ -9,7 +9,7 @@ against headings it was not asked for (:func:`judge_summary`):
   summary that follows no known template is not judged (its template is
   ``unknown``), nor one whose template asks for none of the fields (strands').
 - ``schema_template="pinned"``: the user's summarizer was given ``schema_fields``
-  (note 001's goal, plan, decisions, open_errors, next_action): every summary is
+  (the preserve-schema's goal, plan, decisions, open_errors, next_action): every summary is
   judged on all of them, under their own names or a known template's headings.
 - a template's name: every summary is judged against that template.
 - ``"off"``: none is judged.
