@@ -63,12 +63,25 @@ def _conversation(conv: ConversationReport) -> Iterator[str]:
         intervals = [c.record.cycle.interval_turns for c in conv.compactions if c.record.cycle]
         if intervals:
             yield f"  intervals (turns)      {_list(intervals)}"
+        yield from _templates(conv)
     findings = conv.findings
     if not findings:
         yield "  no findings"
     for finding in findings:
         rule = f" ({finding.rule})" if finding.rule else ""
         yield f"  FLAGGED turn {finding.turn}: {finding.kind.value}{rule}: {finding.reason}"
+
+
+def _templates(conv: ConversationReport) -> Iterator[str]:
+    """Which template the summaries were judged against (docs/detectors.md#summary_schema_coverage),
+    saying so where none is known: those are not judged."""
+    names = Counter(c.record.summary_template for c in conv.compactions)
+    names.pop(None, None)
+    if not names:
+        return
+    listed = ", ".join(f"{name} {count}" for name, count in sorted(names.items()) if name)
+    unknown = " (unknown: no template known, not judged)" if "unknown" in names else ""
+    yield f"  summary templates      {listed}{unknown}"
 
 
 def _list(values: list[int]) -> str:
