@@ -89,7 +89,8 @@ class Settings(BaseModel):
     schema_template: str = Field(
         "auto",
         description="what a summary's coverage is judged against: auto (the known "
-        "summarizer template it follows; none known: not judged), pinned (the summarizer "
+        "summarizer template it follows; none known: not judged; only templates checked "
+        "on real summaries flag), pinned (the summarizer "
         "was given schema_fields: judge every summary on them), a known template's name "
         "(claude_code, langchain, pydantic_ai, openhands, strands), or off",
     )

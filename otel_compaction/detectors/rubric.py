@@ -27,7 +27,12 @@ Why: docs/concepts.md#short-runs, #the-preserve-schema and
 from __future__ import annotations
 
 from otel_compaction.detectors.base import DetectionContext, RuleDetector
-from otel_compaction.lineage.schema import asked_fields, template_headings, template_title
+from otel_compaction.lineage.schema import (
+    asked_fields,
+    flags_by_default,
+    template_headings,
+    template_title,
+)
 from otel_compaction.model import Finding
 from otel_compaction.semconv import CompactionMode, FindingKind
 
@@ -71,7 +76,9 @@ def summary_schema_coverage(ctx: DetectionContext) -> Finding | None:
     Judged only against the template the summarizer was given (the record's
     ``summary_template``: a known summarizer's, or the user's pinned schema), on the
     fields that template asks for; a summary of no known template has no coverage and
-    is not judged (``lineage.schema.judge_summary``).
+    is not judged (``lineage.schema.judge_summary``). Under ``schema_template = "auto"``
+    only a template checked on real summaries flags (``flags_by_default``); the others
+    are measured, and flag when the user names them.
     """
     record, s = ctx.record, ctx.settings
     coverage = record.schema_coverage
@@ -79,6 +86,8 @@ def summary_schema_coverage(ctx: DetectionContext) -> Finding | None:
         return None
     if coverage >= s.schema_min_coverage:
         return None
+    if s.schema_template == "auto" and not flags_by_default(record.summary_template):
+        return None  # measured on the span; flagged once the user names the template
     asked = asked_fields(record.summary_template, s.schema_fields) or s.schema_fields
     present = len(asked) - len(record.missing_fields)
     title = template_title(record.summary_template)

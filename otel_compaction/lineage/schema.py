@@ -8,6 +8,7 @@ against headings it was not asked for (:func:`judge_summary`):
   OpenHands, strands), on the preserve-schema fields that template asks for. A
   summary that follows no known template is not judged (its template is
   ``unknown``), nor one whose template asks for none of the fields (strands').
+  Only a template checked on real summaries flags (:func:`flags_by_default`).
 - ``schema_template="pinned"``: the user's summarizer was given ``schema_fields``
   (the preserve-schema's goal, plan, decisions, open_errors, next_action): every summary is
   judged on all of them, under their own names or a known template's headings.
@@ -153,6 +154,15 @@ def asked_fields(template: str | None, fields: Sequence[str]) -> tuple[str, ...]
         return tuple(fields)
     known = TEMPLATES.get(template) if template is not None else None
     return tuple(f for f in fields if known is not None and f in known.fields)
+
+
+def flags_by_default(template: str | None) -> bool:
+    """Whether a summary judged against ``template`` under ``schema_template = "auto"`` may
+    be flagged: the pinned schema, or a known template checked on real summaries."""
+    if template == SummaryTemplateName.PINNED:
+        return True
+    known = TEMPLATES.get(template) if template is not None else None
+    return known is not None and known.calibrated
 
 
 def template_headings(template: str | None, field: str) -> tuple[str, ...]:

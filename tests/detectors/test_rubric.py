@@ -126,11 +126,39 @@ def test_schema_coverage_below_minimum_is_flagged() -> None:
         schema_coverage=0.4,
         missing_fields=("decisions", "open_errors", "next_action"),
         summary_tokens=300,
+        summary_template="pinned",
     )
     finding = summary_schema_coverage(context_of([rec]))
     assert finding is not None
     assert "2 of the 5 preserve-schema fields pinned in the summarizer's prompt" in finding.reason
     assert "open_errors, next_action" in finding.reason
+
+
+@pytest.mark.parametrize(
+    ("template", "setting", "flagged"),
+    [
+        ("claude_code", "auto", True),
+        ("langchain", "auto", False),
+        ("langchain", "langchain", True),
+        ("openhands", "pinned", True),
+    ],
+)
+def test_only_templates_checked_on_real_summaries_flag_by_default(
+    template: str, setting: str, flagged: bool
+) -> None:
+    """Under auto, a template checked on real summaries (Claude Code's) flags; one known
+    from its prompt only (LangChain's) is measured, and flags once the user names it."""
+    rec = record(
+        schema_coverage=0.5,
+        missing_fields=("plan", "next_action"),
+        summary_tokens=300,
+        summary_template=template,
+    )
+    finding = summary_schema_coverage(context_of([rec], Settings(schema_template=setting)))
+    assert (finding is not None) is flagged
+    if finding is not None and template == "langchain":
+        assert "LangChain's SummarizationMiddleware summary asks for" in finding.reason
+        assert "plan ('next steps')" in finding.reason
 
 
 @pytest.mark.parametrize(
