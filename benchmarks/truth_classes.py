@@ -296,14 +296,18 @@ def fresh_task(run: Run) -> None:
 
 @truth_class(
     "short_run",
-    "compaction on a schedule at low pressure: a first summary before turn 20 "
-    "(a short run), a second after turn 20",
+    "compaction on a schedule at low pressure: a first summary before turn 20; half the "
+    "runs end a few calls later (a short run), half go on past turn 20 to a second summary "
+    "(no short run: the run's length decides)",
 )
 def short_run(run: Run) -> None:
     agent = run.agent(output_tokens=(40, 80))
     keep = run.rng.randint(0, 4)
-    agent.steps(run.rng.randint(5, 15))
+    agent.steps(run.rng.randint(5, 12))
     agent.rewrite(keep=keep, carry=False)
+    if run.rng.random() < 0.5:
+        agent.steps(run.rng.randint(2, max(2, 18 - agent.calls)))
+        return
     agent.steps(max(3, 21 - agent.calls + run.rng.randint(0, 4)))
     agent.rewrite(keep=keep, carry=run.rng.random() < 0.5)
     agent.steps(3)

@@ -51,6 +51,7 @@ def expect(
     """Fill ``expected`` of one agent's compactions (in order); ``content`` (new tool
     content) and ``contexts`` (the server's count of the request) by call number."""
     summaries: list[CompactionTruth] = []
+    last_call = max(contexts, default=0)
     for index, truth in enumerate(truths):
         truth.expected[INEFFECTIVE] = ineffective(truth, truths[index + 1 :], contexts)
         truth.expected[BOUNDARY] = boundary(truth)
@@ -60,7 +61,7 @@ def expect(
             truth.expected[SHORT_RUN] = False
             truth.expected[LIVELOCK] = False
             continue
-        truth.expected[SHORT_RUN] = short_run(truth, first=not summaries)
+        truth.expected[SHORT_RUN] = short_run(truth, first=not summaries, run_turns=last_call)
         summaries.append(truth)
         truth.expected[LIVELOCK] = livelock(summaries, content)
 
@@ -124,14 +125,16 @@ def schema_gap(t: CompactionTruth) -> bool:
     return t.style is not None and not t.failed and t.style not in FULL_COVERAGE_STYLES
 
 
-def short_run(t: CompactionTruth, first: bool) -> bool | None:
-    """The first summarizing compaction, before turn 20, while the context was still small.
+def short_run(t: CompactionTruth, first: bool, run_turns: int) -> bool | None:
+    """The first summarizing compaction of a run that ended under 20 turns (its agent's
+    last call), while the context was still small.
 
     Issue 13 (item 5): a short run that compacts at pressure (a large history, e.g. a
     subagent whose first request is 170k tokens) is not the note's mistake; "small" is
-    below the pressure threshold.
+    below the pressure threshold. Issue 32: a run is short by the turn it *ended* at; a
+    compaction at turn 11 of a 40-turn run is no short run's.
     """
-    if not first or t.turn >= SHORT_RUN_TURNS:
+    if not first or t.turn >= SHORT_RUN_TURNS or run_turns >= SHORT_RUN_TURNS:
         return False
     fraction = t.before_tokens / t.window
     if abs(fraction - PRESSURE) < MARGIN:

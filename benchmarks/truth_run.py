@@ -169,10 +169,22 @@ def instrumented(
         yield run, cap
 
 
+SCHEMA_TEMPLATE = "pinned"
+"""The generated agents' summarizers are given the five preserve-schema fields (the
+``schema`` style is what they were asked for, ``partial`` and ``prose`` their failures;
+``claude_code`` a real summarizer's template, which covers them): the user pinned them
+(docs/detectors.md#summary_schema_coverage)."""
+
+
 def run_settings(run: Run, *, content: bool = False) -> Settings:
-    """The detector settings of a run: the defaults, with the run's window for both models."""
+    """The detector settings of a run: the defaults, with the run's window for both models
+    and the schema pinned."""
     return Settings.model_validate(
-        {"model_windows": model_windows(run), "capture_content": content}
+        {
+            "model_windows": model_windows(run),
+            "capture_content": content,
+            "schema_template": SCHEMA_TEMPLATE,
+        }
     )
 
 

@@ -51,6 +51,7 @@ from otel_compaction.detectors import (
     DEFAULT_DETECTORS,
     DetectionContext,
     Detector,
+    needs_run_end,
     needs_size_after,
     run_detectors,
 )
@@ -111,6 +112,7 @@ class ConversationAnalyzer:
         "_clock",
         "_compacted_pending",
         "_detectors",
+        "_first",
         "_fixed",
         "_floor",
         "_judged_ineffective",
@@ -166,6 +168,10 @@ class ConversationAnalyzer:
         """The summarizer's calls since the last turn, for the compaction reported next."""
         self._rediscovery: RediscoveryTracker | None = None
         """Made on the first call whose tools' inputs are known (lineage.rediscovery)."""
+        self._first: str | tuple[str, Pressure] | None = None
+        """The first compaction's id (and the pressure it fired in, when that changes what
+        the rules read), while a run that ended now would draw a finding from the rules
+        judged at its end (a short run): what ``end_run`` judges."""
         self.last_seen = clock()
 
     # ----------------------------------------------------------------- state
@@ -270,6 +276,8 @@ class ConversationAnalyzer:
             self._floor = context_tokens
         if obs.fixed_tokens is not None:
             self._fixed = obs.fixed_tokens
+        if self._first is not None and turn >= self.settings.short_run_turns:
+            self._first = None  # the run is no short run, whatever comes
         compacted, self._compacted_pending = self._compacted_pending, False
         return TurnAnalysis(
             self.conversation_id,
@@ -342,6 +350,8 @@ class ConversationAnalyzer:
             fixed_tokens=self._fixed,
         )
         findings = run_detectors(ctx, self._detectors)
+        if not history:
+            self._first = self._kept_for_end(ctx)
         self._unsettled = None
         if record.settled:
             later = run_detectors(ctx, self._later, exclude=_kinds(findings))
@@ -376,6 +386,55 @@ class ConversationAnalyzer:
         with self._lock:
             tracker = self._rediscovery
             return () if tracker is None else tracker.finish(self._turn_index)
+
+    def end_run(self) -> CompactionAnalysis | None:
+        """Judge the run now that it has ended (the end of a transcript, the instrumentation
+        closing): the rules that need its length (``needs_run_end``: a short run) judge its
+        first compaction once more. Returns what they found, as a ``hindsight`` analysis of
+        that compaction, or None. Call it after :meth:`finish`."""
+        with self._lock:
+            analysis = self._end_run()
+        if analysis is not None:
+            self._notify(analysis.findings)
+        return analysis
+
+    def _kept_for_end(self, ctx: DetectionContext) -> str | tuple[str, Pressure] | None:
+        """What ``end_run`` needs of the first compaction: None when the run-end rules would
+        not flag it even if the run ended now (the shortest it can be); its id alone when
+        the pressure it fired in changes nothing they read (most: a few bytes a
+        conversation, for 100,000 of them)."""
+        now = dataclasses.replace(ctx, run_turns=ctx.record.turn_index)
+        found = run_detectors(now, self._run_end_detectors())
+        if not found:
+            return None
+        cid = ctx.record.compaction_id
+        if ctx.pressure is None:
+            return cid
+        bare = run_detectors(dataclasses.replace(now, pressure=None), self._run_end_detectors())
+        return cid if bare == found else (cid, ctx.pressure)
+
+    def _run_end_detectors(self) -> list[Detector]:
+        return [d for d in self._detectors if needs_run_end(d)]
+
+    def _end_run(self) -> CompactionAnalysis | None:
+        first, self._first = self._first, None
+        if first is None:
+            return None
+        cid, pressure = (first, None) if isinstance(first, str) else first
+        record = next((r for r in self._lineage.records if r.compaction_id == cid), None)
+        if record is None:
+            return None  # forgotten (more compactions than the records kept): not judged
+        ctx = DetectionContext(
+            record=record,
+            settings=self.settings,
+            pressure=pressure,
+            compacted_tokens=record.compacted_tokens,
+            run_turns=self._turn_index,
+        )
+        findings = run_detectors(ctx, self._run_end_detectors())
+        if not findings:
+            return None
+        return CompactionAnalysis(record, pressure, None, findings, hindsight=True)
 
     def _settle(
         self,
@@ -601,10 +660,12 @@ class ConversationRegistry:
             self._analyzers.pop(cid)
 
     def finish(self) -> list[CompactionAnalysis]:
-        """:meth:`ConversationAnalyzer.finish` of every tracked conversation (end of input)."""
+        """:meth:`ConversationAnalyzer.finish`, then :meth:`ConversationAnalyzer.end_run`, of
+        every tracked conversation (the end of input: every run has ended)."""
         with self._lock:
             analyzers = self._analyzers.values()
-        return [found for a in analyzers if (found := a.finish()) is not None]
+        ends = (step() for a in analyzers for step in (a.finish, a.end_run))
+        return [found for found in ends if found is not None]
 
     def livelocked_count(self) -> int:
         """How many tracked conversations are currently in re-expansion livelock."""

@@ -86,6 +86,14 @@ class Settings(BaseModel):
     short_run_turns: int = Field(20, ge=0)
     schema_fields: tuple[str, ...] = ("goal", "plan", "decisions", "open_errors", "next_action")
     schema_min_coverage: float = Field(0.6, ge=0.0, le=1.0)
+    schema_template: str = Field(
+        "auto",
+        description="what a summary's coverage is judged against: auto (the known "
+        "summarizer template it follows; none known: not judged; only templates checked "
+        "on real summaries flag), pinned (the summarizer "
+        "was given schema_fields: judge every summary on them), a known template's name "
+        "(claude_code, langchain, pydantic_ai, openhands, strands), or off",
+    )
 
     # Rediscovery (docs/concepts.md#rediscovery): the agent calls after a compaction in
     # which repeated tool calls count as work the compaction made it do again.
@@ -116,6 +124,15 @@ class Settings(BaseModel):
     def _non_empty_unique(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         if not value or len(set(value)) != len(value):
             raise ValueError("must be a non-empty list of distinct names")
+        return value
+
+    @field_validator("schema_template")
+    @classmethod
+    def _known_template(cls, value: str) -> str:
+        names = (*semconv.SCHEMA_TEMPLATE_MODES, *semconv.SummaryTemplateName)
+        choices = [str(n) for n in names if n != semconv.SummaryTemplateName.UNKNOWN]
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}")
         return value
 
     @classmethod

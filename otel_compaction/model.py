@@ -368,6 +368,9 @@ class CompactionRecord:
     compacted_tokens: int | None = None
     """The size of the region the compaction replaced (None when unknown): what the
     rules call the history it summarized."""
+    summary_template: str | None = None
+    """The template the summary was judged against (``SummaryTemplateName``: a known
+    summarizer's, ``pinned``, or ``unknown``: not judged); None without a summary text."""
 
     @property
     def settled(self) -> bool:

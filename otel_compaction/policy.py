@@ -218,8 +218,13 @@ class CompactionAdvisor:
        whatever the phase;
     3. neither token fraction nor attention decay reaches ``pressure_threshold``:
        ``continue``;
-    4. fewer than ``short_run_turns`` turns so far: ``continue`` (the
-       summary costs more than the history it replaces);
+    4. fewer than ``short_run_turns`` turns so far and the token fraction below
+       ``pressure_threshold`` (the pressure is the tool outputs' alone):
+       ``prune_tool_outputs`` (a summary of a small history costs more than the
+       history it replaces, and the ``short_run_compaction`` rule would flag it if
+       the run ended short). At pressure the short-run reasoning does not hold: a
+       large history is worth summarizing however young the run, and the phase
+       rules decide;
     5. the phase is about to flip (transition likelihood > ``transition_veto``):
        ``defer`` until it settles (the veto);
     6. stuck: the same phase for ``stuck_turns`` turns or more while attention
@@ -256,12 +261,14 @@ class CompactionAdvisor:
                 f"< {s.pressure_threshold:.2f}"
             )
             return Advice(AdviceAction.CONTINUE, reason)
-        if state.turn_index < s.short_run_turns:
+        if state.turn_index < s.short_run_turns and not tf >= s.pressure_threshold:
             reason = (
-                f"short run: {state.turn_index} turns < {s.short_run_turns}; the summary "
-                f"would cost more than the history it replaces"
+                f"short run: {state.turn_index} turns < {s.short_run_turns} with token "
+                f"fraction {tf:.2f} < {s.pressure_threshold:.2f}: a summary would cost more "
+                f"than the history it replaces; tool outputs weigh {ad:.2f} of the window: "
+                f"prune old tool outputs only"
             )
-            return Advice(AdviceAction.CONTINUE, reason)
+            return Advice(AdviceAction.PRUNE_TOOL_OUTPUTS, reason)
         return self._phase_advice(state, verdict)
 
     def _phase_advice(self, state: AdvisorState, verdict: VetoVerdict) -> Advice:

@@ -216,6 +216,29 @@ class AdviceAction(StrEnum):
     PRUNE_TOOL_OUTPUTS = "prune_tool_outputs"
 
 
+# --- Summary templates (issue 32): what a summary's schema coverage is judged against.
+SUMMARY_TEMPLATE: Final = "compaction.summary.template"
+
+
+class SummaryTemplateName(StrEnum):
+    """The template a summary was judged against (``compaction.summary.template``): a known
+    summarizer's, the user's pinned schema, or ``unknown`` (not judged)."""
+
+    CLAUDE_CODE = "claude_code"
+    LANGCHAIN = "langchain"
+    PYDANTIC_AI = "pydantic_ai"
+    OPENHANDS = "openhands"
+    STRANDS = "strands"
+    PINNED = "pinned"
+    UNKNOWN = "unknown"
+
+
+SCHEMA_TEMPLATE_MODES: Final = ("auto", "off")
+"""Values of the ``schema_template`` setting besides a template's name (``pinned``
+included): recognise the known template a summary follows, or judge none."""
+# --- end of summary templates.
+
+
 DEFAULT_PHASES: Final = ("explore", "hypothesize", "patch", "verify")
 
 # The compaction-span flag set when a finding of each kind is raised.

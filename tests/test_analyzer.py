@@ -7,8 +7,10 @@ import threading
 
 import pytest
 
+from otel_compaction import semconv as sc
 from otel_compaction.analyzer import ConversationAnalyzer, ConversationRegistry
 from otel_compaction.config import Settings
+from otel_compaction.emit.attributes import compaction_attributes
 from otel_compaction.model import (
     CompactionObservation,
     Finding,
@@ -140,6 +142,60 @@ def test_a_compaction_no_call_followed_is_judged_at_finish() -> None:
     assert analyzer.finish() is None
 
 
+def _early_compaction(turns_after: int) -> ConversationAnalyzer:
+    """A conversation that compacts at turn 11 at 0.3 of its window, then makes
+    ``turns_after`` more calls."""
+    an = ConversationAnalyzer("c", Settings())
+    for _ in range(10):
+        an.observe_turn(turn(60_000))
+    an.observe_compaction(compaction(tokens_before=60_000))
+    for _ in range(turns_after):
+        an.observe_turn(turn(20_000))
+    return an
+
+
+def test_a_short_run_is_judged_when_the_run_ends() -> None:
+    """Nothing is said while the run goes on; at its end, a run of 15 turns that compacted at
+    turn 11 with room left is flagged, once, on that compaction (hindsight)."""
+    an = _early_compaction(5)
+    assert an.turn_index == 15
+    ended = an.end_run()
+    assert ended is not None
+    assert ended.hindsight
+    assert ended.record.turn_index == 11
+    (finding,) = ended.findings
+    assert finding.kind is FindingKind.SHORT_RUN_COMPACTION
+    assert "of a run that ended at turn 15" in finding.reason
+    assert an.end_run() is None
+
+
+def test_a_run_that_went_on_past_20_turns_is_no_short_run() -> None:
+    """Issue 32: a compaction at turn 11 of a run that went on to 40 turns is not flagged,
+    neither while it runs nor at its end (the registry's finish included)."""
+    reg = ConversationRegistry(Settings())
+    an = reg.get("c")
+    for _ in range(10):
+        an.observe_turn(turn(60_000))
+    assert not an.observe_compaction(compaction(tokens_before=60_000)).findings
+    for _ in range(29):
+        an.observe_turn(turn(20_000))
+    assert an.turn_index == 39
+    assert [f for a in reg.finish() for f in a.findings] == []
+
+
+def test_the_registry_finish_ends_every_run() -> None:
+    """At the end of input the registry judges each run's end: a 15-turn run is flagged."""
+    reg = ConversationRegistry(Settings())
+    an = reg.get("c")
+    for _ in range(10):
+        an.observe_turn(turn(60_000))
+    an.observe_compaction(compaction(tokens_before=60_000))
+    for _ in range(5):
+        an.observe_turn(turn(20_000))
+    kinds = [f.kind for a in reg.finish() for f in a.findings]
+    assert kinds == [FindingKind.SHORT_RUN_COMPACTION]
+
+
 def test_compactions_and_known_summaries() -> None:
     """The analyzer keeps the records and recognises its summaries."""
     an = ConversationAnalyzer("c", Settings())
@@ -247,12 +303,15 @@ def test_listeners_get_findings_and_errors_are_swallowed(caplog: pytest.LogCaptu
     reg.add_listener(broken)
     reg.add_listener(seen.append)
     with caplog.at_level(logging.ERROR):
-        analysis = reg.get("c").observe_compaction(compaction(turn_index=3, tokens_before=30_000))
+        reg.get("c").observe_compaction(compaction(turn_index=3, tokens_before=30_000))
+        analysis = reg.get("c").end_run()
+    assert analysis is not None
     assert [f.kind for f in seen] == [FindingKind.SHORT_RUN_COMPACTION]
     assert seen == list(analysis.findings)
     assert "listener" in caplog.text
     reg.remove_listener(seen.append)
     reg.get("d").observe_compaction(compaction(turn_index=3, tokens_before=30_000))
+    reg.get("d").end_run()
     assert len(seen) == 1
 
 
@@ -303,3 +362,44 @@ def test_a_compaction_no_call_followed_is_judged_when_the_next_one_comes() -> No
     assert not first.record.settled
     assert second.settled is not None
     assert second.settled.record.compaction_id == first.record.compaction_id
+
+
+STRANDS_SUMMARY = """## Conversation Summary
+* Topic 1: the user asked why test_parse_dates fails
+* Next step: fix the timezone handling in parse() and rerun the suite
+
+## Tools Executed
+* run_tests: 1 failed, AssertionError: expected 00:00Z, got 23:00Z
+"""
+
+
+def test_a_framework_summary_is_judged_only_against_its_own_template() -> None:
+    """Issue 32: strands' summary (its own headings, none of the five fields asked) draws
+    no schema finding, and its span says which template it was judged against; pinned to
+    the five fields, it is judged on them."""
+    an = ConversationAnalyzer("c", Settings())
+    for _ in range(25):
+        an.observe_turn(turn(150_000))
+    analysis = an.observe_compaction(compaction(summary_text=STRANDS_SUMMARY))
+    assert analysis.record.summary_template == "strands"
+    assert not analysis.flagged(FindingKind.SUMMARY_SCHEMA_COVERAGE)
+    assert compaction_attributes(analysis)[sc.SUMMARY_TEMPLATE] == "strands"
+    assert sc.SUMMARY_SCHEMA_COVERAGE not in compaction_attributes(analysis)
+    pinned = ConversationAnalyzer("p", Settings(schema_template="pinned"))
+    for _ in range(25):
+        pinned.observe_turn(turn(150_000))
+    judged = pinned.observe_compaction(compaction(summary_text=STRANDS_SUMMARY))
+    (finding,) = [f for f in judged.findings if f.kind is FindingKind.SUMMARY_SCHEMA_COVERAGE]
+    assert "covers 2 of the 5 preserve-schema fields pinned in the summarizer's prompt" in (
+        finding.reason
+    )
+
+
+def test_a_summary_of_no_known_template_says_so() -> None:
+    """A summary under headings no known summarizer uses is not judged: its template is
+    ``unknown`` on the span, where the coverage would be."""
+    an = ConversationAnalyzer("c", Settings())
+    an.observe_turn(turn(150_000))
+    analysis = an.observe_compaction(compaction(summary_text="## Context\nx\n## Focus\ny\n"))
+    assert compaction_attributes(analysis)[sc.SUMMARY_TEMPLATE] == "unknown"
+    assert not analysis.flagged(FindingKind.SUMMARY_SCHEMA_COVERAGE)

@@ -116,7 +116,8 @@ FLIPPING = _phase("hypothesize", 0.48, 0.58)
         (AdvisorState(0.95, phase=FLIPPING, turn_index=40, livelocked=True), "reset_lineage"),
         (AdvisorState(0.93, phase=STABLE, turn_index=5), "compact_extractive"),
         (AdvisorState(0.40, 0.2, phase=FLIPPING, turn_index=40), "continue"),
-        (AdvisorState(0.80, phase=STABLE, turn_index=12), "continue"),
+        (AdvisorState(0.40, 0.70, phase=STABLE, turn_index=12), "prune_tool_outputs"),
+        (AdvisorState(0.80, phase=STABLE, turn_index=12), "compact"),
         (AdvisorState(0.71, phase=FLIPPING, turn_index=30), "defer"),
         (
             AdvisorState(0.70, 0.70, phase=STABLE, turn_index=40, phase_turns=15),

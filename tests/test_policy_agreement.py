@@ -10,7 +10,11 @@ compaction at that moment (a known phase):
 - the detector flags rule ``ceiling`` exactly where the policy compacts at the
   hard ceiling (extractively) while the phase is about to flip;
 - where the policy waits, nothing is flagged;
-- the advisor defers exactly where the policy refuses, continues where it waits.
+- the advisor defers exactly where the policy refuses, continues where it waits;
+- the advisor and the detectors never disagree: a compaction made as advised, at any
+  turn of a run of any length, draws no boundary or short-run finding, and where a
+  detector would flag a lossy compaction the advisor never says ``compact``
+  (no ``continue: short run`` at pressure, issue 32).
 
 Where they legitimately differ (``test_what_only_the_detector_judges``): the
 detector judges a compaction that happened, so it skips what cannot lose
@@ -33,7 +37,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otel_compaction.config import Settings
-from otel_compaction.detectors import boundary_compaction
+from otel_compaction.detectors import boundary_compaction, short_run_compaction
 from otel_compaction.model import Pressure
 from otel_compaction.policy import (
     AdvisorState,
@@ -134,6 +138,67 @@ def test_the_advisor_defers_exactly_where_the_policy_refuses(moment: Moment) -> 
         assert action is AdviceAction.COMPACT_EXTRACTIVE
     else:
         assert action is AdviceAction.COMPACT
+
+
+_MODE_OF = {
+    AdviceAction.COMPACT: CompactionMode.LOSSY,
+    AdviceAction.COMPACT_EXTRACTIVE: CompactionMode.EXTRACTIVE,
+    AdviceAction.PRUNE_TOOL_OUTPUTS: CompactionMode.PRUNE,
+}
+"""The compaction an agent makes on each advice that asks for one."""
+
+
+def _findings(
+    s: Settings, tf: float, ad: float, tl: float, turn: int, run: int, mode: str
+) -> set[str]:
+    """The boundary and short-run findings on a ``mode`` compaction made after ``turn``
+    calls (so at turn ``turn + 1``) of a run that ended at ``run``, the phase known."""
+    rec = record(turn + 1, token_fraction=tf, mode=CompactionMode(mode))
+    at = Pressure(context_tokens=0, window=200_000, token_fraction=tf, attention_decay=ad)
+    ctx = context_of([rec], s, pressure=at, phase=phase((0.05, 0.48, 0.44, 0.03), tl))
+    found = (
+        boundary_compaction(ctx),
+        short_run_compaction(dataclasses.replace(ctx, run_turns=run)),
+    )
+    return {f.kind.value for f in found if f is not None}
+
+
+@given(moments(), st.integers(0, 45), st.integers(0, 30))
+@settings(max_examples=600, deadline=None)
+def test_the_advisor_and_the_detectors_never_disagree(moment: Moment, turn: int, more: int) -> None:
+    """For every state (pressure, likelihood, thresholds, turns so far) and every length the
+    run goes on to: the compaction the advice asks for draws no finding, and where a lossy
+    compaction would be flagged the advice is never ``compact``."""
+    s, tf, ad, tl = moment
+    state = AdvisorState(
+        token_fraction=tf,
+        attention_decay=ad,
+        phase=phase((0.05, 0.48, 0.44, 0.03), tl),
+        turn_index=turn,
+    )
+    advice = CompactionAdvisor(s).advise(state)
+    run = turn + 1 + more
+    mode = _MODE_OF.get(advice.action)
+    if mode is not None:
+        assert _findings(s, tf, ad, tl, turn, run, mode.value) == set(), advice.reason
+    lossy = _findings(s, tf, ad, tl, turn, run, CompactionMode.LOSSY.value)
+    if lossy:
+        assert advice.action is not AdviceAction.COMPACT
+    if _flag(s, tf, ad, tl) == "veto":  # the detector would flag a lossy one: say why not
+        assert advice.action in (AdviceAction.DEFER, AdviceAction.PRUNE_TOOL_OUTPUTS)
+    if advice.action is AdviceAction.CONTINUE:  # never "continue" at pressure
+        assert _outcome(s, tf, ad, tl) == "wait", advice.reason
+
+
+def test_no_short_run_continue_at_pressure() -> None:
+    """Issue 32: at 0.65 of a 200k window at turn 17 with the phase flipping, the advice is
+    to defer (the boundary rule), not to continue because the run is short."""
+    state = AdvisorState(
+        token_fraction=0.65, phase=phase((0.05, 0.48, 0.44, 0.03), 0.52), turn_index=17
+    )
+    advice = CompactionAdvisor(Settings()).advise(state)
+    assert advice.action is AdviceAction.DEFER
+    assert "short run" not in advice.reason
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from otel_compaction.detectors.base import (
     DetectionContext,
     Detector,
     RuleDetector,
+    needs_run_end,
     needs_size_after,
     run_detectors,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "ineffective_compaction",
     "lost_task",
     "lost_task_after",
+    "needs_run_end",
     "needs_size_after",
     "no_progress",
     "reexpansion_livelock",

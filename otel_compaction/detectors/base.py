@@ -56,6 +56,9 @@ class DetectionContext:
             conversation's fixed part is at most this); None before any turn.
         fixed_tokens: the system prompt and tool definitions of the last turn, in
             tokens, when the source knows them.
+        run_turns: the turns of the whole run once it has ended (the end of a
+            transcript, of the instrumentation); None while it runs. The rules judged at
+            the run's end (``needs_run_end``) need it.
     """
 
     record: CompactionRecord
@@ -66,6 +69,7 @@ class DetectionContext:
     compacted_tokens: int | None = None
     floor_tokens: int | None = None
     fixed_tokens: int | None = None
+    run_turns: int | None = None
 
     @property
     def run(self) -> tuple[CompactionRecord, ...]:
@@ -119,7 +123,10 @@ class Detector(Protocol):
     compaction) and should not raise; ``run_detectors`` still guards it. A
     detector with ``needs_size_after = True`` is run once the compaction is
     settled (its ``tokens_after``, the next call's context, is known): at once
-    when the observation brought it, else on the next turn.
+    when the observation brought it, else on the next turn. A detector with
+    ``needs_run_end = True`` judges the conversation's first compaction once more
+    when the run has ended (``DetectionContext.run_turns`` set); while the run goes
+    on it must return None.
     """
 
     @property
@@ -139,6 +146,7 @@ class RuleDetector:
     kind: FindingKind
     rule: Callable[[DetectionContext], Finding | None]
     needs_size_after: bool = False
+    needs_run_end: bool = False
 
     def evaluate(self, ctx: DetectionContext) -> Finding | None:
         """Apply the rule."""
@@ -148,6 +156,11 @@ class RuleDetector:
 def needs_size_after(detector: Detector) -> bool:
     """Whether ``detector`` judges a compaction only once it is settled."""
     return bool(getattr(detector, "needs_size_after", False))
+
+
+def needs_run_end(detector: Detector) -> bool:
+    """Whether ``detector`` judges a compaction only once the run has ended."""
+    return bool(getattr(detector, "needs_run_end", False))
 
 
 def run_detectors(

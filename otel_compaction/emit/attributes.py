@@ -168,6 +168,7 @@ def compaction_attributes(analysis: CompactionAnalysis) -> Attributes:
         sc.SUMMARY_SCHEMA_COVERAGE: (
             None if rec.schema_coverage is None else _r(rec.schema_coverage)
         ),
+        sc.SUMMARY_TEMPLATE: rec.summary_template,
     }
     out.update({k: v for k, v in optional.items() if v is not None})
     if rec.missing_fields:

@@ -241,6 +241,7 @@ class InferenceCall:
             tool_calls=tuple(response.tool_calls) if response else (),
             tool_arguments=tuple(response.tool_arguments) if response else (),
             tool_keys=_tool_keys(response),
+            window=self._framework_window(),
         )
         turn = analyzer.observe_turn(observation)
         if turn.settled is not None:
@@ -259,6 +260,11 @@ class InferenceCall:
             output_tokens=response.output_tokens or 0,
             duration_s=time.monotonic() - self.started,
         )
+
+    def _framework_window(self) -> int | None:
+        """The window the framework was configured with, when it gave a usable one."""
+        window = self.framework.window if self.framework is not None else None
+        return window if isinstance(window, int) and window > 0 else None
 
     # ------------------------------------------------------------ telemetry
 

@@ -7,6 +7,7 @@ across their releases. ``uninstrument()`` restores each method exactly.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Collection
 from typing import Any
@@ -25,7 +26,7 @@ from otel_compaction.instrument._api import ProviderApi
 from otel_compaction.instrument._managers import stream_manager_wrapper
 from otel_compaction.instrument._openai import OpenAIChat, OpenAICompact, OpenAIResponses
 from otel_compaction.instrument._runtime import Runtime, logger
-from otel_compaction.instrument._spans import close_rediscovery
+from otel_compaction.instrument._spans import close_rediscovery, emit_settled
 from otel_compaction.instrument._wrappers import (
     Wrapper,
     async_create_wrapper,
@@ -117,6 +118,7 @@ class CompactionInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             on_finding=kwargs.get("on_finding"),
         )
         runtime.closers.append(close_rediscovery)
+        runtime.emit_ended = functools.partial(emit_settled, runtime)
         _runtime.install(runtime)
         wrapped: list[tuple[Any, str]] = []
         for modules, class_name, method, factory, api in _targets():

@@ -25,7 +25,7 @@ from otel_compaction.config import Settings
 from otel_compaction.emit.metrics import CompactionMetrics
 from otel_compaction.inference.history import HistoryTracker
 from otel_compaction.instrument._guard import Guard
-from otel_compaction.model import Finding
+from otel_compaction.model import CompactionAnalysis, Finding
 from otel_compaction.semconv import SCHEMA_URL
 from otel_compaction.version import __version__
 
@@ -115,6 +115,9 @@ class Runtime:
         self.enriched: BoundedMap[int, bool] = BoundedMap(SPAN_MEMORY)
         if on_finding is not None:
             self.registry.add_listener(on_finding)
+        self.emit_ended: Callable[[CompactionAnalysis], None] | None = None
+        """Emits what the end of the runs found (set by the instrumentor: the span code
+        imports this module)."""
 
     def _at_pressure(self, conversation_id: str, tokens: int) -> bool:
         """Whether the conversation's last turn's context plus ``tokens`` reaches the
@@ -150,9 +153,21 @@ def uninstall() -> None:
 
 
 def _close(runtime: Runtime) -> None:
+    end_runs(runtime)
     runtime.unsettled.close_all()
     for closer in runtime.closers:
         closer(runtime)
+
+
+def end_runs(runtime: Runtime) -> None:
+    """Every tracked conversation's run has ended (the instrumentation closes, the process
+    exits): judge what only the run's end decides (a short run), and the compactions no
+    call followed, and hand what that found to ``runtime.emit_ended``. Never raises."""
+    emit = runtime.emit_ended
+    with runtime.guard.stage("analysis"):
+        for analysis in runtime.registry.finish():
+            if emit is not None:
+                emit(analysis)
 
 
 def _close_at_exit() -> None:

@@ -43,7 +43,7 @@ from typing import TypeVar
 from otel_compaction.config import Settings
 from otel_compaction.lineage import text as txt
 from otel_compaction.lineage.cycles import CycleAccumulator
-from otel_compaction.lineage.schema import schema_coverage
+from otel_compaction.lineage.schema import judge_summary
 from otel_compaction.model import CompactionObservation, CompactionRecord, Cycle
 from otel_compaction.semconv import CompactionMode
 from otel_compaction.signals.tokens import estimate_tokens
@@ -121,7 +121,8 @@ class LineageTracker:
             summary_tokens = estimate_tokens(summary)
         lineage = self._lineage(compaction_id, obs)
         duplicated, carried = self._overlaps(summary, summary_tokens, obs, lineage.parent_id)
-        coverage, missing = schema_coverage(summary, self._settings.schema_fields)
+        s = self._settings
+        verdict = judge_summary(summary, s.schema_fields, s.schema_template)
         record = CompactionRecord(
             compaction_id=compaction_id,
             conversation_id=self._conversation_id,
@@ -143,8 +144,8 @@ class LineageTracker:
             token_fraction=_fraction(obs.tokens_before, window),
             failed=obs.failed,
             summary_fingerprint=txt.fingerprint(summary) if summary else None,
-            schema_coverage=coverage,
-            missing_fields=missing,
+            schema_coverage=verdict.coverage,
+            missing_fields=verdict.missing,
             timestamp=obs.timestamp,
             window=window,
             tokens_after_reported=obs.tokens_after,
@@ -153,6 +154,7 @@ class LineageTracker:
             summarizer=obs.summarizer,
             fixed_tokens=fixed_tokens if obs.context_after is not None else None,
             compacted_tokens=compacted_tokens(obs),
+            summary_template=None if verdict.template is None else verdict.template.value,
         )
         self._remember(record, summary)
         return record

@@ -56,11 +56,10 @@ LEGEND: tuple[LegendEntry, ...] = (
                 "two ineffective compactions in a row: each left the next call at the "
                 "trigger (Codex's guard)", _LIVELOCK),
     LegendEntry(FindingKind.SHORT_RUN_COMPACTION, "short_run",
-                "the first compaction came before turn 20 with room left in the window: "
-                "the summary costs more than the history it replaces", _RUBRIC_SHORT),
+                "a run that ended under 20 turns compacted with room left: the summary "
+                "cost more than the history it replaced", _RUBRIC_SHORT),
     LegendEntry(FindingKind.SUMMARY_SCHEMA_COVERAGE, "schema",
-                "the summary lacks most of goal, plan, decisions, open errors and next "
-                "action", _RUBRIC_SCHEMA),
+                "the summary lacks most fields its template asks for", _RUBRIC_SCHEMA),
     LegendEntry(FindingKind.LOST_TASK, "failed",
                 "the summary step failed and the context still shrank, with no summary "
                 "in its place", _RUBRIC_LOST),

@@ -72,6 +72,7 @@ def _conversation(conv: ConversationReport) -> Iterator[str]:
         if intervals:
             yield f"  intervals (turns)      {_list(intervals)}"
         yield from _ledger(conv)
+        yield from _templates(conv)
     findings = conv.findings
     if not findings:
         yield "  no findings"
@@ -100,6 +101,18 @@ def _ledger(conv: ConversationReport) -> Iterator[str]:
     base = led.baseline.mean_tokens if led.baseline is not None else None
     if base is not None:
         yield f"  baseline (tokens)      {base:,.0f} redone per horizon after an ordinary point"
+
+
+def _templates(conv: ConversationReport) -> Iterator[str]:
+    """Which template the summaries were judged against (docs/detectors.md#summary_schema_coverage),
+    saying so where none is known: those are not judged."""
+    names = Counter(c.record.summary_template for c in conv.compactions)
+    names.pop(None, None)
+    if not names:
+        return
+    listed = ", ".join(f"{name} {count}" for name, count in sorted(names.items()) if name)
+    unknown = " (unknown: no template known, not judged)" if "unknown" in names else ""
+    yield f"  summary templates      {listed}{unknown}"
 
 
 def _list(values: list[int]) -> str:

@@ -44,6 +44,7 @@ class RecordFields(TypedDict, total=False):
     error: str | None
     lineage_assumed: bool
     growth_per_turn: float | None
+    summary_template: str | None
 
 
 def record(turn: int = 30, /, **kw: Unpack[RecordFields]) -> CompactionRecord:

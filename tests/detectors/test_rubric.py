@@ -10,6 +10,7 @@ import logging
 
 import pytest
 
+from otel_compaction.config import Settings
 from otel_compaction.detectors import (
     DEFAULT_DETECTORS,
     DetectionContext,
@@ -25,22 +26,54 @@ from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKin
 from tests.detectors.records import RecordFields, context_of, record
 
 
+def _ended(ctx: DetectionContext, run_turns: int = 19) -> DetectionContext:
+    """``ctx`` judged at the end of a run of ``run_turns`` turns."""
+    return dataclasses.replace(ctx, run_turns=run_turns)
+
+
 @pytest.mark.parametrize(("turn", "flagged"), [(1, True), (19, True), (20, False), (45, False)])
 def test_short_run_threshold(turn: int, flagged: bool) -> None:
-    """A first compaction without pressure with turn_index < 20 is flagged; at 20 it is not."""
-    finding = short_run_compaction(context_of([record(turn, token_fraction=0.3)]))
+    """A first compaction without pressure in a run that ended under 20 turns is flagged; a
+    compaction at turn 20 or later is not."""
+    ctx = context_of([record(turn, token_fraction=0.3)])
+    finding = short_run_compaction(_ended(ctx, run_turns=max(turn, 19)))
     assert (finding is not None) is flagged
     if finding is not None:
         assert finding.kind is FindingKind.SHORT_RUN_COMPACTION
-        assert f"turn {turn}" in finding.reason
+        assert f"turn {turn} of a run that ended at turn 19" in finding.reason
         assert "token fraction 0.30" in finding.reason
+
+
+@pytest.mark.parametrize(("run_turns", "flagged"), [(None, False), (12, True), (19, True)])
+def test_short_run_is_judged_when_the_run_has_ended(run_turns: int | None, flagged: bool) -> None:
+    """While the run goes on (its length unknown) nothing is said; once it has ended under
+    20 turns, the compaction at turn 11 was a short run's."""
+    ctx = dataclasses.replace(context_of([record(11, token_fraction=0.3)]), run_turns=run_turns)
+    assert (short_run_compaction(ctx) is not None) is flagged
+
+
+@pytest.mark.parametrize("run_turns", [20, 40])
+def test_a_compaction_at_turn_11_of_a_long_run_is_no_short_run(run_turns: int) -> None:
+    """Issue 32: a run that went on to 20 or 40 turns was no short run, however early it
+    compacted."""
+    ctx = context_of([record(11, token_fraction=0.3)])
+    assert short_run_compaction(_ended(ctx, run_turns)) is None
 
 
 @pytest.mark.parametrize("fraction", [0.65, 0.88, None])
 def test_short_run_needs_room_left(fraction: float | None) -> None:
     """A short run that compacted with its window full (a real subagent at turn 2 with 170,000
     tokens) or of unknown size is not told its history was cheap to keep: no finding."""
-    assert short_run_compaction(context_of([record(2, token_fraction=fraction)])) is None
+    ctx = context_of([record(2, token_fraction=fraction)])
+    assert short_run_compaction(_ended(ctx)) is None
+
+
+def test_short_run_at_the_hard_ceiling_is_forced() -> None:
+    """With a hard ceiling below the pressure threshold, a compaction at the ceiling was
+    forced by a full window: not a short run's mistake."""
+    s = Settings(pressure_threshold=0.8, hard_ceiling=0.5)
+    assert short_run_compaction(_ended(context_of([record(3, token_fraction=0.6)], s))) is None
+    assert short_run_compaction(_ended(context_of([record(3, token_fraction=0.4)], s)))
 
 
 def test_short_run_counts_the_turn_summarized_unsent() -> None:
@@ -54,9 +87,9 @@ def test_short_run_counts_the_turn_summarized_unsent() -> None:
         growth_per_turn=22_000.0,
     )
     last = Pressure(context_tokens=126_000, window=200_000, token_fraction=0.63, attention_decay=0)
-    assert short_run_compaction(context_of([rec], pressure=last)) is None
+    assert short_run_compaction(_ended(context_of([rec], pressure=last))) is None
     small = dataclasses.replace(rec, growth_per_turn=2_000.0)
-    finding = short_run_compaction(context_of([small], pressure=last))
+    finding = short_run_compaction(_ended(context_of([small], pressure=last)))
     assert finding is not None
     assert "at token fraction about 0.64 (0.63 at the last call" in finding.reason
 
@@ -64,24 +97,27 @@ def test_short_run_counts_the_turn_summarized_unsent() -> None:
 def test_short_run_names_the_history_replaced() -> None:
     """The reason gives the size of the history the summary replaced, when known."""
     ctx = context_of([record(6, token_fraction=0.2)], compacted_tokens=9_000)
-    finding = short_run_compaction(ctx)
+    finding = short_run_compaction(_ended(ctx))
     assert finding is not None
     assert "summarizing 9,000 tokens of history" in finding.reason
 
 
 def test_a_failed_compaction_is_no_short_run() -> None:
     """A failed summary step replaced nothing: no short-run finding."""
-    assert short_run_compaction(context_of([record(4, token_fraction=0.2, failed=True)])) is None
+    ctx = context_of([record(4, token_fraction=0.2, failed=True)])
+    assert short_run_compaction(_ended(ctx)) is None
 
 
 def test_short_run_is_flagged_once_per_conversation() -> None:
     """Only the first compaction of a short run is flagged, not the ones after it."""
-    assert short_run_compaction(context_of([record(5), record(12)])) is None
+    ctx = context_of([record(5, token_fraction=0.2), record(12, token_fraction=0.2)])
+    assert short_run_compaction(_ended(ctx)) is None
 
 
 def test_short_run_ignores_prune() -> None:
     """Pruning tool outputs writes no summary, so it is not a short-run compaction."""
-    assert short_run_compaction(context_of([record(5, mode=CompactionMode.PRUNE)])) is None
+    ctx = context_of([record(5, mode=CompactionMode.PRUNE, token_fraction=0.2)])
+    assert short_run_compaction(_ended(ctx)) is None
 
 
 def test_schema_coverage_below_minimum_is_flagged() -> None:
@@ -90,11 +126,39 @@ def test_schema_coverage_below_minimum_is_flagged() -> None:
         schema_coverage=0.4,
         missing_fields=("decisions", "open_errors", "next_action"),
         summary_tokens=300,
+        summary_template="pinned",
     )
     finding = summary_schema_coverage(context_of([rec]))
     assert finding is not None
-    assert "2 of 5" in finding.reason
+    assert "2 of the 5 preserve-schema fields pinned in the summarizer's prompt" in finding.reason
     assert "open_errors, next_action" in finding.reason
+
+
+@pytest.mark.parametrize(
+    ("template", "setting", "flagged"),
+    [
+        ("claude_code", "auto", True),
+        ("langchain", "auto", False),
+        ("langchain", "langchain", True),
+        ("openhands", "pinned", True),
+    ],
+)
+def test_only_templates_checked_on_real_summaries_flag_by_default(
+    template: str, setting: str, flagged: bool
+) -> None:
+    """Under auto, a template checked on real summaries (Claude Code's) flags; one known
+    from its prompt only (LangChain's) is measured, and flags once the user names it."""
+    rec = record(
+        schema_coverage=0.5,
+        missing_fields=("plan", "next_action"),
+        summary_tokens=300,
+        summary_template=template,
+    )
+    finding = summary_schema_coverage(context_of([rec], Settings(schema_template=setting)))
+    assert (finding is not None) is flagged
+    if finding is not None and template == "langchain":
+        assert "LangChain's SummarizationMiddleware summary asks for" in finding.reason
+        assert "plan ('next steps')" in finding.reason
 
 
 @pytest.mark.parametrize(
@@ -170,7 +234,8 @@ def test_run_detectors_skips_a_detector_that_raises(caplog: pytest.LogCaptureFix
 
     detectors = (RuleDetector(FindingKind.LOST_TASK, broken), *DEFAULT_DETECTORS)
     with caplog.at_level(logging.ERROR):
-        findings = run_detectors(context_of([record(5, token_fraction=0.3)]), detectors)
+        ctx = _ended(context_of([record(5, token_fraction=0.3)]))
+        findings = run_detectors(ctx, detectors)
     assert [f.kind for f in findings] == [FindingKind.SHORT_RUN_COMPACTION]
     assert "detector lost_task failed" in caplog.text
 

@@ -133,8 +133,16 @@ def test_round_trip_gives_the_same_report(tmp_path: Path) -> None:
     assert replayed["conversations"] == direct["conversations"]
 
 
+_CUT_SUMMARY = (
+    "Summary:\n1. Primary Request and Intent:\n   fix the parser\n"
+    "2. Key Technical Concepts:\n   - dates\n3. Files and Code Sections:\n   - parse.py\n"
+)
+"""A Claude Code summary that dropped six of its nine sections (four of the five fields)."""
+
+
 def test_schema_findings_need_the_summary_text_on_the_spans(tmp_path: Path) -> None:
-    """A summary missing preserve-schema fields is flagged after a round trip only with capture."""
+    """A summary missing fields its template asks for is flagged after a round trip only
+    with capture."""
     source = (TESTDATA / "claude_no_compaction.jsonl").read_text(encoding="utf-8").splitlines()
     records = [json.loads(line) for line in source]
     boundary = {
@@ -143,7 +151,7 @@ def test_schema_findings_need_the_summary_text_on_the_spans(tmp_path: Path) -> N
     }  # fmt: skip
     summary = {
         "type": "user", "sessionId": "5e551012-plain", "uuid": "gap-summary",
-        "isCompactSummary": True, "message": {"role": "user", "content": "We talked about it."},
+        "isCompactSummary": True, "message": {"role": "user", "content": _CUT_SUMMARY},
     }  # fmt: skip
     path = tmp_path / "gap.jsonl"
     lines = [records[0], records[1], records[2], boundary, summary, records[3]]

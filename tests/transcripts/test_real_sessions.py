@@ -77,10 +77,10 @@ JUDGED: dict[Path, tuple[list[int], dict[tuple[FindingKind, str], list[int]]]] =
     MORE / "deder-sub-a73abe3-1x-truncated.jsonl": ([904], {}),
     MORE / "doudou-codex-3be8c644-1x.jsonl": ([28], {}),
     MORE / "doudou-codex-6f92e988-2x-truncated.jsonl": ([47, 94], {}),
-    # Codex compacting at 23k of 258k at turn 6: a short run with room left. Not
-    # ineffective: it reclaimed 15% and, at 9% of the window, shows no trigger to be
-    # measured against in turns; the run never compacted again.
-    MORE / "doudou-codex-cb394ff5-1x.jsonl": ([6], {(SHORT, "short_run"): [6]}),
+    # Codex compacting at 23k of 258k at turn 6 of a run that went on to turn 27: no short
+    # run (the run did not end under 20 turns). Not ineffective: it reclaimed 15% and, at 9%
+    # of the window, shows no trigger to be measured against in turns.
+    MORE / "doudou-codex-cb394ff5-1x.jsonl": ([6], {}),
     MORE / "omega-796f117a-1x.jsonl": ([70], {}),
 }
 
@@ -157,9 +157,39 @@ def test_the_one_real_boundary_names_the_held_phase_and_its_trigger() -> None:
     assert "compact at the end of a phase" in boundary.reason
 
 
-def test_the_short_codex_run_is_told_it_had_room() -> None:
-    """The Codex rollout that compacts at 23k tokens of a 258k window at turn 6: the
-    short-run reason gives the fraction it compacted at, below the pressure threshold."""
-    _, findings = _analyze(MORE / "doudou-codex-cb394ff5-1x.jsonl")
-    (short,) = [f for f in findings if f.kind is SHORT]
+def test_an_early_compaction_of_a_long_codex_run_is_no_short_run() -> None:
+    """The Codex rollout that compacts at 23k tokens of a 258k window at turn 6 goes on to
+    turn 27: judged at its end, it is no short run (issue 32: the run's length decides)."""
+    report = analyze_files([MORE / "doudou-codex-cb394ff5-1x.jsonl"], Settings())
+    (conversation,) = report.conversations
+    assert len(conversation.turns) == 27
+    findings = [f for a in conversation.compactions for f in a.findings]
+    assert [f for f in findings if f.kind is SHORT] == []
+
+
+def test_the_same_codex_run_cut_short_is_told_it_had_room(tmp_path: Path) -> None:
+    """The same rollout cut a few calls after its compaction (a run that ended under 20
+    turns): the compaction at turn 6, at 9% of the window, is a short run's."""
+    lines = (MORE / "doudou-codex-cb394ff5-1x.jsonl").read_text().splitlines(keepends=True)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("".join(_until_turn(lines, 12)))
+    report = analyze_files([cut], Settings())
+    (conversation,) = report.conversations
+    turns = len(conversation.turns)
+    assert 6 < turns < 20
+    (short,) = [f for a in conversation.compactions for f in a.findings if f.kind is SHORT]
+    assert short.turn == 6
+    assert f"of a run that ended at turn {turns}, under 20 turns" in short.reason
     assert "at token fraction 0.09 (below the 0.65 pressure threshold)" in short.reason
+
+
+def _until_turn(lines: list[str], turns: int) -> list[str]:
+    """The rollout's lines up to (not including) its ``turns + 1``-th token count."""
+    kept, seen = [], 0
+    for line in lines:
+        if '"token_count"' in line and '"last_token_usage"' in line:
+            seen += 1
+            if seen > turns:
+                break
+        kept.append(line)
+    return kept

@@ -115,14 +115,19 @@ def test_boundary_truth_needs_a_summarizing_mode_and_pressure() -> None:
 
 
 def test_a_short_run_is_a_first_summary_before_turn_20_without_pressure() -> None:
-    """Turn 12 at 30% of the window is a short run; at pressure, or at turn 20, it is not."""
+    """Turn 12 at 30% of the window of a run that ended at call 15 is a short run; at
+    pressure, at turn 20, or in a run that went on to call 40, it is not."""
+    ended = dict.fromkeys(range(1, 16), 3_000)
     early = _truth(12, before_tokens=3_000, pressure=False)
-    expect([early], {}, {})
+    expect([early], {}, ended)
     assert early.expected[SHORT_RUN] is True
     pressed = _truth(12)
-    expect([pressed], {}, {})
+    expect([pressed], {}, ended)
     assert pressed.expected[SHORT_RUN] is False
     late = _truth(20, before_tokens=3_000, pressure=False)
-    expect([late], {}, {})
+    expect([late], {}, ended)
     assert late.expected[SHORT_RUN] is False
+    went_on = _truth(12, before_tokens=3_000, pressure=False)
+    expect([went_on], {}, dict.fromkeys(range(1, 41), 3_000))
+    assert went_on.expected[SHORT_RUN] is False
     assert early.expected[BOUNDARY] is False
