@@ -9,7 +9,9 @@ batch it thinks was lost). ``ConversationState`` therefore:
    held, so a late span of the same burst is applied in turn order;
 2. drops what it has already applied: span ids it remembers (bounded), turn
    indexes at or below the conversation's high-water mark, compaction ids the
-   engine already recorded; a retried batch changes nothing;
+   engine already recorded; a retried batch changes nothing. A compaction is
+   numbered by the turn it precedes: one below the mark (that turn and the next
+   applied already) is late like a turn, never applied at the current turn;
 3. feeds the rest, in order, to the same ``ConversationRegistry`` and
    ``ConversationAnalyzer`` the in-process instrumentation uses, with the
    processor's own ``Settings``: verdicts are recomputed, never copied.
@@ -206,8 +208,8 @@ class ConversationState:
         """Feed each conversation's items to the engine in turn order; return what it took.
 
         Items already applied are skipped: a span id remembered (``duplicate``),
-        a turn index at or below the conversation's mark (``late``), a
-        compaction id the engine already recorded (``duplicate``).
+        a turn index at or below the conversation's mark or a compaction's below
+        it (``late``), a compaction id the engine already recorded (``duplicate``).
         """
         applied: list[Applied] = []
         for conversation_id, items in groups:
@@ -231,6 +233,12 @@ class ConversationState:
                 self._skip(item, ProcessorReason.DUPLICATE)
                 continue
             if item.kind is ItemKind.COMPACTION:
+                if item.turn_index is not None and item.turn_index < mark:
+                    # Before a turn already applied: stamped at the current turn it
+                    # would be a compaction that never happened there (a rerun under
+                    # the same id, whose turns are late, made 0-turn intervals).
+                    self._skip(item, ProcessorReason.LATE)
+                    continue
                 result = self._compaction(analyzer, item)
                 if result is not None:
                     applied.append(result)

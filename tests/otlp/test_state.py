@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from otel_compaction.config import Settings
-from otel_compaction.otlp.extract import spans_to_items
-from otel_compaction.otlp.state import ConversationState, RecentKeys, ReorderWindow
+from otel_compaction.otlp.extract import Item, ItemKind, spans_to_items
+from otel_compaction.otlp.state import Applied, ConversationState, RecentKeys, ReorderWindow
 from otel_compaction.semconv import ProcessorReason
 from tests.processor.golden import TESTDATA, read_requests
 
@@ -51,6 +51,33 @@ def test_a_turn_older_than_the_conversation_is_late() -> None:
     state.step()
     state.offer(turns[2:3])
     assert state.step() == []
+    assert skipped == [ProcessorReason.LATE]
+
+
+def test_a_compaction_before_a_turn_already_applied_is_late_not_applied_at_the_current_turn() -> (
+    None
+):
+    """A compaction numbered below the mark is late (at the current turn it made 0-turn
+    intervals, on a rerun under the same id); one at the mark, its span held until the
+    next call, still applies."""
+    skipped: list[ProcessorReason] = []
+    state = ConversationState(
+        Settings(), window=0.0, on_skip=lambda item, reason: skipped.append(reason)
+    )
+    items = [i for r in _requests("livelock_004") for i in spans_to_items(r)]
+    first, second = [i for i in items if i.kind is ItemKind.COMPACTION][:2]
+    turns = {i.turn_index: i for i in items if i.turn_index is not None and i.turn is not None}
+    assert first.turn_index is not None
+    assert second.turn_index is not None
+
+    def apply(*batch: Item) -> list[Applied]:
+        state.offer(batch)
+        return state.step()
+
+    apply(*(turns[n] for n in range(1, first.turn_index + 1)))
+    assert [a.compaction is not None for a in apply(first)] == [True]  # at the mark
+    apply(*(turns[n] for n in range(first.turn_index + 1, second.turn_index + 2)))
+    assert apply(second) == []  # below the mark
     assert skipped == [ProcessorReason.LATE]
 
 
