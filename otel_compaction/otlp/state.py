@@ -9,9 +9,11 @@ batch it thinks was lost). ``ConversationState`` therefore:
    held, so a late span of the same burst is applied in turn order;
 2. drops what it has already applied: span ids it remembers (bounded), turn
    indexes at or below the conversation's high-water mark, compaction ids the
-   engine already recorded; a retried batch changes nothing. A compaction is
-   numbered by the turn it precedes: one below the mark (that turn and the next
-   applied already) is late like a turn, never applied at the current turn;
+   engine already recorded; a retried batch changes nothing. A compaction
+   delivered late is applied (at the current turn), but one numbered below the
+   mark that started after the mark's turn is another run's under the same
+   conversation id (its turns late too): it is late, not applied at a turn it
+   never preceded;
 3. feeds the rest, in order, to the same ``ConversationRegistry`` and
    ``ConversationAnalyzer`` the in-process instrumentation uses, with the
    processor's own ``Settings``: verdicts are recomputed, never copied.
@@ -147,7 +149,8 @@ class ConversationState:
         self.window = ReorderWindow(window)
         self._clock = clock
         self._recent = RecentKeys(dedupe_memory)
-        self._marks: BoundedMap[str, int] = BoundedMap(settings.max_conversations)
+        # The turn mark and the start (ns) of the turn that set it, per conversation.
+        self._marks: BoundedMap[str, tuple[int, int]] = BoundedMap(settings.max_conversations)
         self._on_skip = on_skip
 
     @property
@@ -189,7 +192,7 @@ class ConversationState:
         for conversation_id in self.registry.ids():
             analyzer = self.registry.peek(conversation_id)
             if analyzer is not None:
-                mark = self._marks.peek(conversation_id) or 0
+                mark = (self._marks.peek(conversation_id) or (0, 0))[0]
                 out.append((analyzer, max(0.0, now - analyzer.last_seen), mark))
         return out
 
@@ -201,15 +204,15 @@ class ConversationState:
         analyzer = self.registry.get(conversation_id)
         analyzer.last_seen = self._clock() - idle
         if mark > 0:
-            self._mark(analyzer.conversation_id, mark)
+            self._mark(analyzer.conversation_id, mark, 0)
         return analyzer
 
     def apply(self, groups: list[tuple[str, list[Item]]]) -> list[Applied]:
         """Feed each conversation's items to the engine in turn order; return what it took.
 
         Items already applied are skipped: a span id remembered (``duplicate``),
-        a turn index at or below the conversation's mark or a compaction's below
-        it (``late``), a compaction id the engine already recorded (``duplicate``).
+        a turn index at or below the conversation's mark or a later run's compaction
+        below it (``late``), a compaction id the engine already recorded (``duplicate``).
         """
         applied: list[Applied] = []
         for conversation_id, items in groups:
@@ -226,17 +229,14 @@ class ConversationState:
         # local and is written back once per conversation.
         remember = self._recent.add
         conversation_id = analyzer.conversation_id
-        mark = self._marks.peek(conversation_id) or 0
+        mark, mark_ns = self._marks.peek(conversation_id) or (0, 0)
         marked = False
         for item in items:
             if not remember(item.dedupe_key):
                 self._skip(item, ProcessorReason.DUPLICATE)
                 continue
             if item.kind is ItemKind.COMPACTION:
-                if item.turn_index is not None and item.turn_index < mark:
-                    # Before a turn already applied: stamped at the current turn it
-                    # would be a compaction that never happened there (a rerun under
-                    # the same id, whose turns are late, made 0-turn intervals).
+                if _renumbered(item, mark, mark_ns):
                     self._skip(item, ProcessorReason.LATE)
                     continue
                 result = self._compaction(analyzer, item)
@@ -261,14 +261,14 @@ class ConversationState:
                 self._skip(item, ProcessorReason.ANALYSIS_ERROR)
                 continue
             if turn_index is not None:
-                mark, marked = turn_index, True
+                mark, mark_ns, marked = turn_index, item.time_ns, True
             applied.append(Applied(item, turn=analysis))
         if marked:
-            self._mark(conversation_id, mark)
+            self._mark(conversation_id, mark, mark_ns)
 
-    def _mark(self, conversation_id: str, mark: int) -> None:
+    def _mark(self, conversation_id: str, mark: int, turn_ns: int) -> None:
         # The analyzer's copy of the id: equal, and one string per conversation.
-        self._marks.put(conversation_id, mark)
+        self._marks.put(conversation_id, (mark, turn_ns))
 
     def _compaction(self, analyzer: ConversationAnalyzer, item: Item) -> Applied | None:
         assert item.compaction is not None
@@ -290,6 +290,15 @@ class ConversationState:
     def _skip(self, item: Item, reason: ProcessorReason) -> None:
         if self._on_skip is not None:
             self._on_skip(item, reason)
+
+
+def _renumbered(item: Item, mark: int, mark_ns: int) -> bool:
+    """Whether a compaction numbered below the mark started after the mark's turn (or
+    that turn's start is unknown, restored from a snapshot): numbered by another run under
+    the same id, whose turns were late. Applied at the current turn, such compactions made
+    livelocks of 0-turn intervals; one that started before is only delivered late."""
+    index = item.turn_index
+    return index is not None and index < mark and (mark_ns == 0 or item.time_ns > mark_ns)
 
 
 def _already_reported(analyzer: ConversationAnalyzer, report: PhaseReport) -> bool:

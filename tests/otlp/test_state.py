@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from typing import Any
 
 from otel_compaction.config import Settings
@@ -54,12 +56,10 @@ def test_a_turn_older_than_the_conversation_is_late() -> None:
     assert skipped == [ProcessorReason.LATE]
 
 
-def test_a_compaction_before_a_turn_already_applied_is_late_not_applied_at_the_current_turn() -> (
-    None
-):
-    """A compaction numbered below the mark is late (at the current turn it made 0-turn
-    intervals, on a rerun under the same id); one at the mark, its span held until the
-    next call, still applies."""
+def test_a_later_runs_compaction_below_the_mark_is_late_one_delivered_late_applies() -> None:
+    """A compaction numbered below the mark applies when it started before the mark's turn
+    (delivered late), and is late when it started after it: another run under the same id,
+    whose compactions applied at the current turn made livelocks of 0-turn intervals."""
     skipped: list[ProcessorReason] = []
     state = ConversationState(
         Settings(), window=0.0, on_skip=lambda item, reason: skipped.append(reason)
@@ -77,7 +77,12 @@ def test_a_compaction_before_a_turn_already_applied_is_late_not_applied_at_the_c
     apply(*(turns[n] for n in range(1, first.turn_index + 1)))
     assert [a.compaction is not None for a in apply(first)] == [True]  # at the mark
     apply(*(turns[n] for n in range(first.turn_index + 1, second.turn_index + 2)))
-    assert apply(second) == []  # below the mark
+    assert [a.compaction is not None for a in apply(second)] == [True]  # delivered late
+    rerun = copy.copy(first)  # the same compaction, from a run that started afterwards
+    assert rerun.compaction is not None
+    rerun.compaction = dataclasses.replace(rerun.compaction, compaction_id="a later run's")
+    rerun.time_ns, rerun.dedupe_key = turns[second.turn_index + 1].time_ns + 1, -1
+    assert apply(rerun) == []
     assert skipped == [ProcessorReason.LATE]
 
 
