@@ -16,7 +16,10 @@ batch it thinks was lost). ``ConversationState`` therefore:
    Its turns are applied after the mark (``base`` + index), and the base is kept
    with the mark (and in the processor's snapshot) for its later turns. A turn 1
    sent again (a retry, a replay after a restart) started before the mark's turn:
-   it stays late;
+   it stays late. A compaction delivered late is applied (at the current turn),
+   but one numbered below the mark (``base`` + index) that started after the
+   mark's turn is another run's under the same conversation id (its turns late
+   too): it is late, not applied at a turn it never preceded;
 3. bounds what an item makes it keep: a conversation, compaction or lineage
    parent id (or a compaction's trigger or error text) longer than
    ``MAX_ID_CHARS`` is replaced by ``bound_id``'s form (its
@@ -277,8 +280,8 @@ class ConversationState:
         """Feed each conversation's items to the engine in turn order; return what it took.
 
         Items already applied are skipped: a span id remembered (``duplicate``),
-        a turn index at or below the conversation's mark (``late``), a
-        compaction id the engine already recorded (``duplicate``).
+        a turn index at or below the conversation's mark or a later run's compaction
+        below it (``late``), a compaction id the engine already recorded (``duplicate``).
         """
         applied: list[Applied] = []
         for conversation_id, items in groups:
@@ -303,6 +306,9 @@ class ConversationState:
                 self._skip(item, ProcessorReason.DUPLICATE)
                 continue
             if item.kind is ItemKind.COMPACTION:
+                if _renumbered(item, mark - base, mark_ns):
+                    self._skip(item, ProcessorReason.LATE)
+                    continue
                 result = self._compaction(analyzer, item)
                 if result is not None:
                     applied.append(result)
@@ -367,6 +373,15 @@ class ConversationState:
     def _skip(self, item: Item, reason: ProcessorReason) -> None:
         if self._on_skip is not None:
             self._on_skip(item, reason)
+
+
+def _renumbered(item: Item, mark: int, mark_ns: int) -> bool:
+    """Whether a compaction numbered below the mark started after the mark's turn (or
+    that turn's start is unknown, restored from a snapshot): numbered by another run under
+    the same id, whose turns were late. Applied at the current turn, such compactions made
+    livelocks of 0-turn intervals; one that started before is only delivered late."""
+    index = item.turn_index
+    return index is not None and index < mark and (mark_ns == 0 or item.time_ns > mark_ns)
 
 
 def _already_reported(analyzer: ConversationAnalyzer, report: PhaseReport) -> bool:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from typing import Any
 
 from otel_compaction.config import Settings
-from otel_compaction.otlp.extract import spans_to_items
-from otel_compaction.otlp.state import ConversationState, RecentKeys, ReorderWindow
+from otel_compaction.otlp.extract import Item, ItemKind, spans_to_items
+from otel_compaction.otlp.state import Applied, ConversationState, RecentKeys, ReorderWindow
 from otel_compaction.semconv import ProcessorReason
 from tests.processor.golden import TESTDATA, read_requests
 
@@ -51,6 +53,36 @@ def test_a_turn_older_than_the_conversation_is_late() -> None:
     state.step()
     state.offer(turns[2:3])
     assert state.step() == []
+    assert skipped == [ProcessorReason.LATE]
+
+
+def test_a_later_runs_compaction_below_the_mark_is_late_one_delivered_late_applies() -> None:
+    """A compaction numbered below the mark applies when it started before the mark's turn
+    (delivered late), and is late when it started after it: another run under the same id,
+    whose compactions applied at the current turn made livelocks of 0-turn intervals."""
+    skipped: list[ProcessorReason] = []
+    state = ConversationState(
+        Settings(), window=0.0, on_skip=lambda item, reason: skipped.append(reason)
+    )
+    items = [i for r in _requests("livelock_004") for i in spans_to_items(r)]
+    first, second = [i for i in items if i.kind is ItemKind.COMPACTION][:2]
+    turns = {i.turn_index: i for i in items if i.turn_index is not None and i.turn is not None}
+    assert first.turn_index is not None
+    assert second.turn_index is not None
+
+    def apply(*batch: Item) -> list[Applied]:
+        state.offer(batch)
+        return state.step()
+
+    apply(*(turns[n] for n in range(1, first.turn_index + 1)))
+    assert [a.compaction is not None for a in apply(first)] == [True]  # at the mark
+    apply(*(turns[n] for n in range(first.turn_index + 1, second.turn_index + 2)))
+    assert [a.compaction is not None for a in apply(second)] == [True]  # delivered late
+    rerun = copy.copy(first)  # the same compaction, from a run that started afterwards
+    assert rerun.compaction is not None
+    rerun.compaction = dataclasses.replace(rerun.compaction, compaction_id="a later run's")
+    rerun.time_ns, rerun.dedupe_key = turns[second.turn_index + 1].time_ns + 1, -1
+    assert apply(rerun) == []
     assert skipped == [ProcessorReason.LATE]
 
 
