@@ -46,7 +46,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from otel_compaction._bounded import BoundedMap
-from otel_compaction.model import CompactionAnalysis, Finding
+from otel_compaction.model import CompactionAnalysis, Finding, TurnAnalysis
 from otel_compaction.otlp.agent_events import logs_to_items
 from otel_compaction.otlp.decode import DecodeError, Signal, item_count, parse_protobuf
 from otel_compaction.otlp.extract import Item, span_items
@@ -56,7 +56,7 @@ from otel_compaction.processor.config import ProcessorConfig
 from otel_compaction.processor.enrich import write_flags
 from otel_compaction.processor.queue import PersistentQueue, QueueFull, QueueUnwritable
 from otel_compaction.processor.queue_watch import QueueWatch
-from otel_compaction.processor.tap import FindingContext, findings_request
+from otel_compaction.processor.tap import FindingContext, RediscoveryContext, findings_request
 from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason
 
@@ -151,6 +151,12 @@ class Pipeline:
         self._compaction_spans: BoundedMap[str, tuple[bytes, bytes, int]] = BoundedMap(
             MAX_UNSETTLED
         )
+        # Where each recent compaction's span is, for its rediscovery span (known calls
+        # after the compaction settled, when _compaction_spans no longer holds it).
+        self._recent_compactions: BoundedMap[str, tuple[bytes, bytes, int]] = BoundedMap(
+            MAX_UNSETTLED
+        )
+        self._rediscoveries: list[RediscoveryContext] = []
         self._release_failing = False
         self._watch = None if queue is None else QueueWatch(queue, clock, self._dropped_unwritable)
 
@@ -294,12 +300,13 @@ class Pipeline:
             settled = result.turn.settled if result.turn is not None else None
             if result.compaction is not None and result.compaction.settled is not None:
                 settled = result.compaction.settled
-            if quiet and result.compaction is None and settled is None:
+            redone = result.turn is not None and bool(result.turn.rediscovered)
+            if quiet and result.compaction is None and settled is None and not redone:
                 continue  # a turn: nothing to record without metrics
             try:
                 if settled is not None:
                     self._settled(settled, result.item, late)
-                if not quiet or result.compaction is not None:
+                if not quiet or result.compaction is not None or redone:
                     self._record(result, findings)
             except Exception:  # the item passes through without a verdict
                 logger.exception("cannot record the analysis of a span of %s",
@@ -307,9 +314,10 @@ class Pipeline:
                 self._skipped(result.item, ProcessorReason.ANALYSIS_ERROR)
         if findings and not self.enrich:
             self._emit_findings(findings)
-        if late:
-            # Found after the compaction's span went on: finding spans in both modes.
-            self._emit_findings(late)
+        if late or self._rediscoveries:
+            # Found after the compaction's span went on: spans in both modes.
+            rediscoveries, self._rediscoveries = self._rediscoveries, []
+            self._emit_findings(late, rediscoveries)
         if self._batches:
             self._release(groups)
         return len(applied)
@@ -326,6 +334,8 @@ class Pipeline:
 
     def _record(self, result: Applied, findings: list[FindingContext]) -> None:
         item = result.item
+        if result.turn is not None and result.turn.rediscovered:
+            self._rediscovered(result.turn, item)
         if result.turn is not None and self.metrics is not None:
             self.metrics.compaction.record_turn(result.turn, item.provider)
             if result.turn.transition is not None:
@@ -343,9 +353,26 @@ class Pipeline:
         for finding in analysis.findings:
             self._log_finding(finding)
             findings.append(FindingContext(finding, item.trace_id, item.span_id, item.time_ns))
+        where = (item.trace_id, item.span_id, item.time_ns)
+        self._recent_compactions.put(analysis.record.compaction_id, where)
         if not analysis.record.settled:
-            where = (item.trace_id, item.span_id, item.time_ns)
             self._compaction_spans.put(analysis.record.compaction_id, where)
+
+    def _rediscovered(self, turn: TurnAnalysis, item: Item) -> None:
+        """Compactions' rediscovery horizons this turn closed: the histogram, and a span
+        each under the compaction's span (the turn's trace if it is forgotten)."""
+        analyzer = self.state.registry.peek(item.conversation_id)
+        baseline = analyzer.rediscovery_baseline if analyzer is not None else None
+        for found in turn.rediscovered:
+            where = self._recent_compactions.get(found.compaction_id or "")
+            trace_id, span_id, time_ns = where or (item.trace_id, b"", item.time_ns)
+            if self.metrics is not None:
+                self.metrics.compaction.record_rediscovery(found)
+            self._rediscoveries.append(
+                RediscoveryContext(
+                    turn.conversation_id, found, baseline, trace_id, span_id, time_ns
+                )
+            )
 
     def _settled(self, settled: CompactionAnalysis, item: Item, late: list[FindingContext]) -> None:
         """A turn settled a compaction: its reclaimed tokens, and its late findings, as
@@ -366,14 +393,19 @@ class Pipeline:
             self._findings_out.write(line + "\n")
             self._findings_out.flush()
 
-    def _emit_findings(self, findings: list[FindingContext]) -> None:
-        """Queue finding spans (with those held back while the queue could not be written)."""
+    def _emit_findings(
+        self, findings: list[FindingContext], rediscoveries: list[RediscoveryContext] | None = None
+    ) -> None:
+        """Queue finding spans (with those held back while the queue could not be written),
+        and rediscovery spans (dropped, not held, when the queue cannot be written)."""
         if self.queue is None or self._watch is None:
             return
         findings = [*self._watch.take_held(), *findings]
         try:
-            request = findings_request(findings, self.config.output.service_name)
-            self.queue.put(Signal.TRACES, request.SerializeToString(), len(findings), ready=True)
+            service = self.config.output.service_name
+            request = findings_request(findings, service, rediscoveries=rediscoveries or ())
+            count = len(findings) + len(rediscoveries or ())
+            self.queue.put(Signal.TRACES, request.SerializeToString(), count, ready=True)
             self._watch.writable()
         except QueueUnwritable as exc:
             self._watch.failed(exc)
