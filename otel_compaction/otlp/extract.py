@@ -35,6 +35,7 @@ from otel_compaction.model import (
     TurnObservation,
 )
 from otel_compaction.otlp.decode import Signal
+from otel_compaction.otlp.dialects import CallFacts, count_unread, input_tokens, read_call
 from otel_compaction.otlp.spanview import Position, parse_trace_view
 from otel_compaction.otlp.values import (
     AttrValue,
@@ -94,6 +95,8 @@ class Item:
     batch: Any = None
     signal: Signal = Signal.TRACES
     bare: bool = False
+    call: CallFacts | None = None
+    """Another instrumentation's inference span (``otlp.dialects``), read by ``otlp.inferred``."""
 
     def sort_key(self) -> tuple[int, int, int]:
         """Order within a conversation: turn index (else time), compaction before turn."""
@@ -155,6 +158,9 @@ ENGINE_INPUT_KEYS = (sc.CONTEXT_TOKENS, sc.GEN_AI_USAGE_INPUT_TOKENS, sc.COMPACT
 """A span is an engine input only if it has one of these or is named ``compaction``; the
 Collector configurations of tap mode filter the rest out before they reach the processor."""
 _KEY_A, _KEY_B, _KEY_C = ENGINE_INPUT_KEYS  # the hot check in span_items, unrolled
+_KEY_D, _KEY_E = sc.GEN_AI_USAGE_PROMPT_TOKENS, sc.OPENINFERENCE_PROMPT_TOKENS
+"""Other dialects' input token counts: their spans are engine inputs too (``otlp.dialects``)."""
+_OPERATION, _OI_KIND = sc.GEN_AI_OPERATION_NAME, sc.OPENINFERENCE_SPAN_KIND
 _INFERENCE_OPERATIONS = frozenset(sc.INFERENCE_OPERATIONS)
 _REPORTED = PhaseSource.REPORTED.value
 
@@ -204,12 +210,18 @@ def span_items(
                     _KEY_A in attrs
                     or _KEY_B in attrs
                     or _KEY_C in attrs
+                    or _KEY_D in attrs
+                    or _KEY_E in attrs
                     or span.name == sc.SPAN_COMPACTION
                 ):
+                    if _OPERATION in attrs or _OI_KIND in attrs:
+                        count_unread(span.name, attrs)  # a GenAI span we cannot use
                     continue
                 item = _item(span, attrs, model_windows)
                 if item is None:
                     continue
+                if item.call is not None:
+                    item.call.service = _service(rs)
                 if targets:
                     if originals is None:
                         originals = request.resource_spans[i].scope_spans[j].spans
@@ -245,7 +257,50 @@ def _item(
         item = _compaction_item(span, decoded(attrs, _COMPACTION_KEYS))
         item.bare = sc.COMPACTION_ID in attrs and not any(key in attrs for key in FLAG_KEYS)
         return item
+    if sc.CONVERSATION_ID not in attrs and sc.CONTEXT_TOKENS not in attrs:
+        return _call_item(span, attrs, model_windows)  # another instrumentation's span
     return _turn_item(span, attrs, model_windows)
+
+
+def _service(resource_spans: Any) -> str | None:
+    resource = getattr(resource_spans, "resource", None)
+    if resource is None:
+        return None
+    attributes = resource.attributes
+    raw = attributes.get(sc.SERVICE_NAME) if hasattr(attributes, "get") else None
+    return str_of(raw) if isinstance(raw, bytes) else None
+
+
+def _call_item(
+    span: Any, attrs: Mapping[str, bytes], model_windows: Mapping[str, int] | None
+) -> Item | None:
+    """Another instrumentation's inference span: a turn carrying its ``CallFacts``
+    (``otlp.inferred`` decides whether it is a turn, a summarizer's call or both)."""
+    operation = word_of(attrs.get(sc.GEN_AI_OPERATION_NAME))
+    if operation is not None and operation not in _INFERENCE_OPERATIONS:
+        return None
+    kind = word_of(attrs.get(_OI_KIND))
+    if kind is not None and kind.upper() != "LLM":
+        return None  # an OpenInference chain or agent span: its counts are its calls' sums
+    tokens = input_tokens(attrs)
+    if tokens is None:
+        count_unread(span.name, attrs)
+        return None
+    parent = getattr(span, "parent_span_id", b"")
+    key, facts = read_call(span.name, attrs, tokens, span.trace_id, parent)
+    item = _base(span, ItemKind.TURN, key, None, word_of(attrs.get(sc.GEN_AI_PROVIDER_NAME)))
+    window = window_of(attrs.get(sc.CONTEXT_WINDOW))
+    if model_windows and facts.model in model_windows:
+        window = None
+    item.turn = TurnObservation(
+        context_tokens=tokens,
+        model=facts.model,
+        window=window if window and window > 0 else None,
+        timestamp=item.time_ns / 1e9 or None,
+        cache_read_tokens=int_of(attrs.get(sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)),
+    )
+    item.call = facts
+    return item
 
 
 def _base(

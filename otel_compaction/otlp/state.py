@@ -21,6 +21,7 @@ a window of 0).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -32,6 +33,7 @@ from otel_compaction.analyzer import ConversationAnalyzer, ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.model import CompactionAnalysis, PhaseReport, TurnAnalysis
 from otel_compaction.otlp.extract import Item, ItemKind
+from otel_compaction.otlp.inferred import CallInference, LooseGrouper
 from otel_compaction.semconv import PhaseSource, ProcessorReason
 
 logger = logging.getLogger(__name__)
@@ -147,6 +149,9 @@ class ConversationState:
         self._recent = RecentKeys(dedupe_memory)
         self._marks: BoundedMap[str, int] = BoundedMap(settings.max_conversations)
         self._on_skip = on_skip
+        self.calls = CallInference(settings)
+        """Other instrumentations' calls → turns, summarizer costs, inferred compactions."""
+        self._loose = LooseGrouper(settings.max_conversations)
 
     @property
     def pending(self) -> int:
@@ -154,7 +159,12 @@ class ConversationState:
         return len(self.window)
 
     def offer(self, items: Iterable[Item]) -> None:
-        """Hold items for the reorder window."""
+        """Hold items for the reorder window (a call no key holds gets its group first)."""
+        items = items if isinstance(items, list) else list(items)
+        for item in items:
+            call = item.call
+            if call is not None and call.loose:
+                item.conversation_id = self._loose.key(item)
         self.window.add(items, self._clock())
 
     def take_due(self) -> list[tuple[str, list[Item]]]:
@@ -214,8 +224,27 @@ class ConversationState:
             if len(items) > 1:
                 items.sort(key=Item.sort_key)
             analyzer = self.registry.get(conversation_id)
-            self._apply_group(analyzer, items, applied)
+            self._apply_group(analyzer, self._expanded(conversation_id, items), applied)
         return applied
+
+    def _expanded(self, conversation_id: str, items: list[Item]) -> list[Item]:
+        """The items with other instrumentations' calls read by ``otlp.inferred`` (a new
+        list: the group's own list is what the pipeline counts its batches by)."""
+        if not any(item.call is not None for item in items):
+            return items
+        out: list[Item] = []
+        for item in items:
+            if item.call is None:
+                out.append(item)
+                continue
+            if not self._recent.add(item.dedupe_key):
+                self._skip(item, ProcessorReason.DUPLICATE)
+                continue
+            expanded = self.calls.expand(conversation_id, item)
+            if not expanded:
+                self._skip(item, ProcessorReason.DUPLICATE)  # the same call, traced twice
+            out += expanded
+        return out
 
     def _apply_group(
         self, analyzer: ConversationAnalyzer, items: list[Item], applied: list[Applied]
@@ -227,7 +256,7 @@ class ConversationState:
         mark = self._marks.peek(conversation_id) or 0
         marked = False
         for item in items:
-            if not remember(item.dedupe_key):
+            if item.call is None and not remember(item.dedupe_key):
                 self._skip(item, ProcessorReason.DUPLICATE)
                 continue
             if item.kind is ItemKind.COMPACTION:
@@ -254,6 +283,9 @@ class ConversationState:
                 continue
             if turn_index is not None:
                 mark, marked = turn_index, True
+            if analysis.settled is not None and analysis.settled.findings:
+                settled = self.calls.annotate(analysis.settled)
+                analysis = dataclasses.replace(analysis, settled=settled)
             applied.append(Applied(item, turn=analysis))
         if marked:
             self._mark(conversation_id, mark)
@@ -273,7 +305,12 @@ class ConversationState:
                 # The agent's phase at the moment of the compaction (reported since
                 # the last turn): the boundary rule judges against it.
                 analyzer.report_phase(item.phase)
-            return Applied(item, compaction=analyzer.observe_compaction(item.compaction))
+            analysis = self.calls.annotate(analyzer.observe_compaction(item.compaction))
+            if analysis is not None and analysis.settled is not None:
+                analysis = dataclasses.replace(
+                    analysis, settled=self.calls.annotate(analysis.settled)
+                )
+            return Applied(item, compaction=analysis)
         except Exception:  # one bad item must not stop the pipeline
             logger.exception("analysis failed for a span of %s", item.conversation_id)
             self._skip(item, ProcessorReason.ANALYSIS_ERROR)

@@ -1,0 +1,162 @@
+"""Running the scripted agent under a real instrumentation, and reading what it exported."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from otel_compaction.config import Settings
+from otel_compaction.model import Finding
+from otel_compaction.otlp.decode import Signal, parse_protobuf
+from otel_compaction.otlp.extract import span_items
+from otel_compaction.otlp.state import ConversationState
+from otel_compaction.testing.llm_api import FakeLLMAPI, RecordedRequest, Reply, ToolCall
+from tests.frameworks.venvs import framework_python, run_env
+
+DRIVER = Path(__file__).resolve().parent / "driver.py"
+WINDOW = 20_000
+"""The scripted model's window (``agent-model``), given to the processor's settings."""
+TRIGGER = 14_000
+"""The agent compacts once a call's input reached this many tokens (0.7 of the window)."""
+
+
+def words(seed: int, count: int) -> str:
+    """The driver's deterministic pseudo-words (the same function)."""
+    return " ".join(f"w{(seed * 7919 + i * 104729) % 99991:05d}" for i in range(count))
+
+
+@dataclass
+class Server:
+    """The fake model's script: tool calls for the agent, summaries for the summarizer.
+
+    ``growing``: each summary carries the previous one whole and adds
+    ``growth`` words (the livelock variant: every compaction leaves more behind).
+    """
+
+    growing: bool = False
+    growth: int = 1_800
+    summaries: list[str] = field(default_factory=list)
+    agent_calls: int = 0
+
+    def reply(self, request: RecordedRequest) -> Reply:
+        """The reply to one request."""
+        if request.body.get("tools"):
+            self.agent_calls += 1
+            return Reply(text="", tool_calls=(ToolCall("read_file", {"path": "src/app.py"}),))
+        seed = len(self.summaries) + 1
+        if self.growing:
+            previous = self.summaries[-1] if self.summaries else ""
+            text = (previous + " " + words(seed * 31, self.growth)).strip()
+        else:
+            text = (
+                "Goal: finish the task. Plan: read the remaining files. Decisions: keep "
+                "the module layout. Open errors: none. Next action: read src/app.py. "
+                + words(seed * 31, 60)
+            )
+        self.summaries.append(text)
+        return Reply(text=text)
+
+
+def run_agent(
+    instrumentation: str,
+    venv: str,
+    tmp: Path,
+    *,
+    api: str = "openai",
+    variant: str = "healthy",
+    capture: bool = False,
+    steps: int = 40,
+    root_span: bool = True,
+    growing: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> tuple[bytes, Server]:
+    """Run the driver under ``instrumentation`` (in ``venv``); the OTLP request it wrote."""
+    server = Server(growing=growing)
+    api_fake = FakeLLMAPI(server.reply)
+    out = tmp / f"{instrumentation}-{variant}-{int(capture)}.pb"
+    python = framework_python(venv)
+    with api_fake.serve() as base_url:
+        config = {
+            "instrumentation": instrumentation,
+            "api": api,
+            "base_url": base_url,
+            "variant": variant,
+            "capture": capture,
+            "steps": steps,
+            "root_span": root_span,
+            "trigger": TRIGGER,
+            "tool_words": 550,
+            "stuck_system_words": 8_200,
+            "out": str(out),
+            **(extra or {}),
+        }
+        subprocess.run(
+            [str(python), str(DRIVER), json.dumps(config)],
+            env=run_env(),
+            check=True,
+            timeout=300,
+            capture_output=True,
+        )
+    return out.read_bytes(), server
+
+
+def attributes(data: bytes) -> Iterator[dict[str, Any]]:
+    """Each span's name and attributes (for looking at a dialect)."""
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    request = ExportTraceServiceRequest.FromString(data)
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                yield {"name": span.name, "scope": ss.scope.name, **MessageToDict(span)}
+
+
+@dataclass
+class Verdict:
+    """What the processor's reading and engine made of one exported run."""
+
+    conversations: set[str] = field(default_factory=set)
+    turns: int = 0
+    compactions: list[tuple[str, int, str]] = field(default_factory=list)
+    """(conversation, turn index before it, evidence) of each compaction."""
+    findings: list[Finding] = field(default_factory=list)
+    summarizer_calls: int = 0
+
+
+def settings() -> Settings:
+    """The processor's settings for the scripted model (its window known)."""
+    return Settings(model_windows={"agent-model": WINDOW})
+
+
+def judge(data: bytes) -> Verdict:
+    """Feed one OTLP trace request through the processor's reading and engine."""
+    request = parse_protobuf(Signal.TRACES, data)
+    state = ConversationState(settings(), window=0.0)
+    state.offer(span_items(request, settings().model_windows, targets=False))
+    verdict = Verdict()
+    for applied in state.drain():
+        verdict.conversations.add(applied.item.conversation_id)
+        if applied.turn is not None:
+            verdict.turns += 1
+            if applied.turn.settled is not None:
+                verdict.findings += applied.turn.settled.findings
+        if applied.compaction is not None:
+            record = applied.compaction.record
+            verdict.compactions.append(
+                (record.conversation_id, record.turn_index, record.trigger or "")
+            )
+            verdict.findings += applied.compaction.findings
+            if applied.compaction.settled is not None:
+                verdict.findings += applied.compaction.settled.findings
+    for analyzer, _, _ in state.tracked():
+        finished = analyzer.finish()
+        if finished is not None:
+            verdict.findings += finished.findings
+    return verdict
