@@ -140,7 +140,8 @@ def read_call(
         or int_of(get(sc.OPENINFERENCE_COMPLETION_TOKENS)),
         operation=word_of(get(sc.GEN_AI_OPERATION_NAME)),
         finish=_finish(get(sc.GEN_AI_RESPONSE_FINISH_REASONS))
-        or _finish(get(sc.ANTHROPIC_STOP_REASON)),
+        or _finish(get(sc.ANTHROPIC_STOP_REASON))
+        or _finish(get(sc.OPENINFERENCE_FINISH_REASON)),
         response_id=str_of(get(sc.GEN_AI_RESPONSE_ID)),
         compacted=_flag(get(sc.GEN_AI_CONVERSATION_COMPACTED)),
         model=word_of(get(sc.GEN_AI_REQUEST_MODEL))

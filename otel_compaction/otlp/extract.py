@@ -97,6 +97,8 @@ class Item:
     bare: bool = False
     call: CallFacts | None = None
     """Another instrumentation's inference span (``otlp.dialects``), read by ``otlp.inferred``."""
+    expanded: bool = False
+    """Read by ``otlp.inferred`` already (a held call it hands back at the end)."""
 
     def sort_key(self) -> tuple[int, int, int]:
         """Order within a conversation: turn index (else time), compaction before turn."""

@@ -13,12 +13,13 @@ into the engine inputs our own spans would have given (docs/processor.md,
 * an agent call after such calls is the first call after a **compaction**
   (``summarizer_call``), whatever its size: one that fell by nothing is judged
   ineffective by the engine, as for our own spans;
+* with no content to tell a summarizer by, a call at pressure that asked for no
+  tool is one when its input is smaller than the last call's (a side call), else it
+  is held until the next call: one that does not continue it (a smaller input)
+  makes it a summarizer's (``uncarried_reply``), one that does makes it a turn;
 * without a summarizer call, a compaction is inferred when the context fell by
-  :data:`FALL_SHARE` or more from a call at pressure (``token_fall``), when the
-  conversation says so (``gen_ai.conversation.compacted``, a ``compaction`` part),
-  or, with no content to tell a summarizer by, when a call that asked for no tool
-  after a call at pressure was not carried into the next call's context
-  (``uncarried_reply``: that call's input was the history, its reply went nowhere);
+  :data:`FALL_SHARE` or more from a call at pressure (``token_fall``), or when the
+  conversation says so (``gen_ai.conversation.compacted``, a ``compaction`` part);
 * with content captured, a fall is no compaction when the task message changed
   with no summarizer call (a new task) or when the message list did not shrink
   (tool outputs cleared in place: pruning);
@@ -53,6 +54,9 @@ follows a compaction (a pruning that clears more than half also reads as one wit
 LOOSE_GAP_SECONDS = 300.0
 """Calls with no conversation key and no parent span (every call its own trace) are grouped
 by service and model; a pause longer than this starts a new conversation."""
+CARRIED_REPLY = 0.9
+"""Share of a held call's reply that the next call's input must add to its input for the
+held call to be a step of the conversation (a follow-up carries it whole)."""
 MAX_RESPONSE_IDS = 262_144
 SUMMARIZE = re.compile(r"\b(summari[sz]e|compact|condense)\b", re.IGNORECASE)
 """A last user message asking for this is a summarizer's request (content captured)."""
@@ -64,17 +68,18 @@ class _Conversation:
     """What the inference remembers of one conversation's calls."""
 
     context: int | None = None
+    """The last agent call's context."""
     at_pressure: bool = False
-    finish: str | None = None
-    output: int = 0
-    before_reply: int | None = None
     tools_seen: bool = False
     system_key: int | None = None
     task_key: int | None = None
     messages: int | None = None
-    summarizer: bool = False
+    summarizer: Evidence | None = None
+    """Why the calls since the last agent call were a summarizer's (None: there were none)."""
     summary: str | None = None
     compacted: bool = False
+    held: Item | None = None
+    """A call that asked for no tool, held until the next call says whether it was a turn."""
 
 
 class CallInference:
@@ -87,20 +92,54 @@ class CallInference:
         self._evidence: BoundedMap[str, str] = BoundedMap(settings.max_conversations)
 
     def expand(self, conversation_id: str, item: Item) -> list[Item]:
-        """The engine inputs of one call, in order (empty: a call already counted)."""
+        """The engine inputs of one call, in order (empty: a call already counted, or held)."""
         call = item.call
         assert call is not None
-        assert item.turn is not None
         if call.response_id is not None:
             if self._responses.peek(call.response_id) is not None:
-                return []
+                return []  # the same call from a second instrumentation
             self._responses.put(call.response_id, True)
         conversation = self._conversations.get(conversation_id)
         if conversation is None:
             conversation = _Conversation()
             self._conversations.put(conversation_id, conversation)
-        if _summarizer_shaped(conversation, call):
-            return [self._summarizer(conversation, item, call)]
+        out: list[Item] = []
+        held, conversation.held = conversation.held, None
+        if held is not None:
+            assert held.call is not None
+            if _continues(call, held.call):
+                out += self._agent_call(conversation_id, conversation, held)  # a turn
+            else:
+                out.append(self._summarizer(conversation, held, Evidence.UNCARRIED_REPLY))
+        shape = _summarizer_shape(conversation, call)
+        if shape is not None:
+            out.append(self._summarizer(conversation, item, shape))
+        elif _undecided(conversation, call):
+            conversation.held = item
+        else:
+            out += self._agent_call(conversation_id, conversation, item)
+        return out
+
+    def flush(self) -> list[tuple[str, list[Item]]]:
+        """The held calls, as turns (no next call will come: shutdown, end of a file).
+
+        Returned as copies with no batch: each was counted in the group it came in."""
+        groups = []
+        for conversation_id in list(self._conversations.keys()):
+            conversation = self._conversations.peek(conversation_id)
+            if conversation is None or conversation.held is None:
+                continue
+            held, conversation.held = conversation.held, None
+            items = self._agent_call(conversation_id, conversation, held)
+            ready = [dataclasses.replace(i, batch=None, expanded=True) for i in items]
+            groups.append((conversation_id, ready))
+        return groups
+
+    def _agent_call(
+        self, conversation_id: str, conversation: _Conversation, item: Item
+    ) -> list[Item]:
+        call = item.call
+        assert call is not None
         evidence = _evidence(conversation, call)
         out = []
         if evidence is not None:
@@ -109,8 +148,10 @@ class CallInference:
         out.append(item)
         return out
 
-    def _summarizer(self, conversation: _Conversation, item: Item, call: CallFacts) -> Item:
-        conversation.summarizer = True
+    def _summarizer(self, conversation: _Conversation, item: Item, why: Evidence) -> Item:
+        call = item.call
+        assert call is not None
+        conversation.summarizer = why
         if call.output_text:
             conversation.summary = call.output_text
         item.kind = ItemKind.SUMMARIZER
@@ -123,22 +164,19 @@ class CallInference:
     ) -> Item:
         call = item.call
         assert call is not None
-        before = conversation.context
-        if evidence is Evidence.UNCARRIED_REPLY:
-            before = conversation.before_reply
         compaction_id = f"inferred-{item.span_id.hex()}"
         observation = CompactionObservation(
             source=CompactionSource.INFERRED,
             mode=CompactionMode.LOSSY,
             trigger=evidence.value,
-            tokens_before=before,
+            tokens_before=conversation.context,
             summary_text=conversation.summary,
             compaction_id=compaction_id,
             timestamp=item.time_ns / 1e9 or None,
         )
         source = KeySource.LOOSE.value if call.loose else call.key_source
         self._evidence.put(compaction_id, _describe(evidence, source))
-        conversation.summarizer = False
+        conversation.summarizer = None
         conversation.summary = None
         return Item(
             conversation_id=conversation_id,
@@ -155,17 +193,8 @@ class CallInference:
     def _remember(self, conversation: _Conversation, call: CallFacts, item: Item) -> None:
         assert item.turn is not None
         window = item.turn.window or context_window(item.turn.model, self.settings)
-        asked_tool = call.finish is None or call.finish not in STOP_REASONS
-        if asked_tool or conversation.context is None:
-            conversation.before_reply = call.context_tokens
-        conversation.at_pressure = (
-            call.context_tokens >= self.settings.pressure_threshold * window
-            if asked_tool or conversation.context is None
-            else conversation.at_pressure
-        )
+        conversation.at_pressure = call.context_tokens >= self.settings.pressure_threshold * window
         conversation.context = call.context_tokens
-        conversation.finish = call.finish
-        conversation.output = call.output_tokens or 0
         conversation.tools_seen = conversation.tools_seen or bool(call.tools_offered)
         if call.system_key is not None and conversation.system_key is None:
             conversation.system_key = call.system_key
@@ -190,31 +219,57 @@ class CallInference:
 
 def _describe(evidence: Evidence, source: str) -> str:
     what = {
-        Evidence.SUMMARIZER_CALL: "a summarizer-shaped call before this one",
+        Evidence.SUMMARIZER_CALL: "a summarizer-shaped call (no tools, another system prompt, "
+        "a summarize instruction or operation) before this call",
+        Evidence.UNCARRIED_REPLY: "a call that asked for no tool and that the next call did not "
+        "continue (a summarizer's) before this call",
         Evidence.TOKEN_FALL: f"the context fell by {FALL_SHARE:.0%} or more after a call at "
         "pressure",
-        Evidence.UNCARRIED_REPLY: "a call without tool use whose reply the next call did not carry",
         Evidence.COMPACTED_FLAG: "the span says the conversation was compacted",
     }[evidence]
     return f"compaction inferred from GenAI telemetry: {what}; calls grouped by {source}"
 
 
-def _summarizer_shaped(conversation: _Conversation, call: CallFacts) -> bool:
+def _summarizer_shape(conversation: _Conversation, call: CallFacts) -> Evidence | None:
+    """Why ``call`` is a summarizer's, by its own shape; None when it does not look like one."""
     if call.operation is not None and _SUMMARIZER_OPERATIONS.search(call.operation):
-        return True
+        return Evidence.SUMMARIZER_CALL
     if conversation.context is None:
-        return False  # a conversation's first call is its own
+        return None  # a conversation's first call is its own
     if call.tools_offered is False and conversation.tools_seen:
-        return True
+        return Evidence.SUMMARIZER_CALL
     known = conversation.system_key
     if known is not None and call.system_key is not None and call.system_key != known:
-        return True
-    return call.last_user is not None and bool(SUMMARIZE.search(call.last_user[:200]))
+        return Evidence.SUMMARIZER_CALL
+    if call.last_user is not None and SUMMARIZE.search(call.last_user[:200]):
+        return Evidence.SUMMARIZER_CALL
+    if _undecided(conversation, call) and call.context_tokens < conversation.context:
+        # No content to tell by: a call at pressure that asked for no tool and does not
+        # continue the history (its input is smaller) is a side call, a summarizer's.
+        return Evidence.UNCARRIED_REPLY
+    return None
+
+
+def _continues(call: CallFacts, held: CallFacts) -> bool:
+    """Whether ``call``'s input holds ``held``'s input and reply (:data:`CARRIED_REPLY` of it,
+    token counts being estimates): ``held`` was a step of the conversation."""
+    reply = CARRIED_REPLY * (held.output_tokens or 0)
+    return call.context_tokens >= held.context_tokens + reply
+
+
+def _no_tool(call: CallFacts) -> bool:
+    return call.finish is not None and call.finish in STOP_REASONS
+
+
+def _undecided(conversation: _Conversation, call: CallFacts) -> bool:
+    """A call at pressure that asked for no tool, with no content to tell a summarizer by:
+    the next call says (it continues this call's input, or it does not)."""
+    return _no_tool(call) and call.system_key is None and conversation.at_pressure
 
 
 def _evidence(conversation: _Conversation, call: CallFacts) -> Evidence | None:
-    if conversation.summarizer:
-        return Evidence.SUMMARIZER_CALL
+    if conversation.summarizer is not None:
+        return conversation.summarizer
     if call.compacted and not conversation.compacted:
         return Evidence.COMPACTED_FLAG
     before = conversation.context
@@ -228,17 +283,8 @@ def _evidence(conversation: _Conversation, call: CallFacts) -> Evidence | None:
         )
         if call.message_count is not None and not dropped:
             return None  # nothing dropped: edited in place (pruned), or grown
-    if conversation.finish in STOP_REASONS and conversation.before_reply is not None:
-        before = conversation.before_reply  # the last call was no agent step
     if conversation.at_pressure and call.context_tokens <= before * (1 - FALL_SHARE):
         return Evidence.TOKEN_FALL
-    if (
-        conversation.finish in STOP_REASONS
-        and call.system_key is None
-        and conversation.at_pressure
-        and call.context_tokens < (conversation.context or 0) + conversation.output
-    ):
-        return Evidence.UNCARRIED_REPLY
     return None
 
 

@@ -172,8 +172,9 @@ class ConversationState:
         return self.window.due(self._clock())
 
     def take_all(self) -> list[tuple[str, list[Item]]]:
-        """Remove everything held (shutdown), to ``apply`` it."""
-        return self.window.drain()
+        """Remove everything held (shutdown), to ``apply`` it; the calls the inference
+        holds for their next call come last (``CallInference.flush``)."""
+        return self.window.drain() + self.calls.flush()
 
     def step(self) -> list[Applied]:
         """Apply every conversation whose window has closed."""
@@ -234,7 +235,7 @@ class ConversationState:
             return items
         out: list[Item] = []
         for item in items:
-            if item.call is None:
+            if item.call is None or item.expanded:
                 out.append(item)
                 continue
             if not self._recent.add(item.dedupe_key):

@@ -70,12 +70,22 @@ def instrument(name: str, provider: TracerProvider) -> None:
 class Model:
     """One API flavour: a call with a system prompt, messages and tools (or none)."""
 
-    def __init__(self, api: str, base_url: str) -> None:
+    def __init__(self, api: str, base_url: str, config: dict[str, Any]) -> None:
         self.api = api
         if api == "anthropic":
             import anthropic
 
-            self.client: Any = anthropic.Anthropic(api_key="test", base_url=base_url)
+            options: dict[str, Any] = {}
+            if config["instrumentation"] != "anthropic_sdk" and not config.get("sdk_spans"):
+                options["traces"] = {"enabled": False}
+            else:
+                content = "content" if config["capture"] else "metadata_only"
+                options["traces"] = {"enabled": True, "content_mode": content}
+            if config.get("conversation_id"):
+                options["conversation_id"] = config["conversation_id"]
+            self.client: Any = anthropic.Anthropic(
+                api_key="test", base_url=base_url, open_telemetry=options
+            )
         else:
             import openai
 
@@ -182,9 +192,9 @@ class Agent:
             ]
 
     def prune(self) -> None:
-        """Clear the older half of the tool outputs (the calls stay)."""
+        """Clear the oldest ``prune_share`` of the tool outputs in place (the calls stay)."""
         results = [m for m in self.history if _is_tool_result(m)]
-        for message in results[: len(results) // 2]:
+        for message in results[: int(len(results) * self.config["prune_share"])]:
             if isinstance(message["content"], list):
                 message["content"][0]["content"] = "[cleared]"
             else:
@@ -200,7 +210,7 @@ def _is_tool_result(message: dict[str, Any]) -> bool:
 
 def run(config: dict[str, Any], tracer: trace.Tracer) -> None:
     """The configured run: one agent, two interleaved, or two tasks one after the other."""
-    model = Model(config["api"], config["base_url"])
+    model = Model(config["api"], config["base_url"], config)
     variant = config["variant"]
     steps = config["steps"]
     if variant == "two_agents":
@@ -234,8 +244,6 @@ def main() -> None:
         os.environ["TRACELOOP_TRACE_CONTENT"] = "false"
         os.environ["OPENINFERENCE_HIDE_INPUTS"] = "true"
         os.environ["OPENINFERENCE_HIDE_OUTPUTS"] = "true"
-    if config["instrumentation"] != "anthropic_sdk" and not config.get("sdk_spans"):
-        os.environ["ANTHROPIC_OPEN_TELEMETRY"] = "false"
     exporter = InMemorySpanExporter()
     resource = Resource.create({"service.name": config.get("service", "scripted-agent")})
     provider = TracerProvider(resource=resource)

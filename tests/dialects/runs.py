@@ -14,7 +14,13 @@ from otel_compaction.model import Finding
 from otel_compaction.otlp.decode import Signal, parse_protobuf
 from otel_compaction.otlp.extract import span_items
 from otel_compaction.otlp.state import ConversationState
-from otel_compaction.testing.llm_api import FakeLLMAPI, RecordedRequest, Reply, ToolCall
+from otel_compaction.testing.llm_api import (
+    FakeLLMAPI,
+    RecordedRequest,
+    Reply,
+    ToolCall,
+    estimate_tokens,
+)
 from tests.frameworks.venvs import framework_python, run_env
 
 DRIVER = Path(__file__).resolve().parent / "driver.py"
@@ -29,6 +35,13 @@ def words(seed: int, count: int) -> str:
     return " ".join(f"w{(seed * 7919 + i * 104729) % 99991:05d}" for i in range(count))
 
 
+SCHEMA = (
+    "Goal: finish the task.\nPlan: read the remaining files.\n"
+    "Decisions: keep the module layout.\nOpen errors: none.\nNext action: read src/app.py.\n"
+)
+"""The head of every summary: the preserve-schema's fields (docs/concepts.md)."""
+
+
 @dataclass
 class Server:
     """The fake model's script: tool calls for the agent, summaries for the summarizer.
@@ -39,24 +52,22 @@ class Server:
 
     growing: bool = False
     growth: int = 1_800
+    cache_share: float = 0.0
     summaries: list[str] = field(default_factory=list)
     agent_calls: int = 0
 
     def reply(self, request: RecordedRequest) -> Reply:
-        """The reply to one request."""
+        """The reply to one request (``cache_share`` of an agent call's input read from cache)."""
         if request.body.get("tools"):
             self.agent_calls += 1
-            return Reply(text="", tool_calls=(ToolCall("read_file", {"path": "src/app.py"}),))
+            cached = int(estimate_tokens(request.body) * self.cache_share)
+            call = ToolCall("read_file", {"path": "src/app.py"})
+            return Reply(text="", tool_calls=(call,), cache_read_tokens=cached)
         seed = len(self.summaries) + 1
-        if self.growing:
-            previous = self.summaries[-1] if self.summaries else ""
-            text = (previous + " " + words(seed * 31, self.growth)).strip()
+        if self.growing and self.summaries:
+            text = self.summaries[-1] + "\n" + words(seed * 31, self.growth)
         else:
-            text = (
-                "Goal: finish the task. Plan: read the remaining files. Decisions: keep "
-                "the module layout. Open errors: none. Next action: read src/app.py. "
-                + words(seed * 31, 60)
-            )
+            text = SCHEMA + words(seed * 31, self.growth if self.growing else 60)
         self.summaries.append(text)
         return Reply(text=text)
 
@@ -72,10 +83,11 @@ def run_agent(
     steps: int = 40,
     root_span: bool = True,
     growing: bool = False,
+    cache_share: float = 0.0,
     extra: dict[str, Any] | None = None,
 ) -> tuple[bytes, Server]:
     """Run the driver under ``instrumentation`` (in ``venv``); the OTLP request it wrote."""
-    server = Server(growing=growing)
+    server = Server(growing=growing, cache_share=cache_share)
     api_fake = FakeLLMAPI(server.reply)
     out = tmp / f"{instrumentation}-{variant}-{int(capture)}.pb"
     python = framework_python(venv)
@@ -91,6 +103,7 @@ def run_agent(
             "trigger": TRIGGER,
             "tool_words": 550,
             "stuck_system_words": 8_200,
+            "prune_share": 1 / 3,
             "out": str(out),
             **(extra or {}),
         }
