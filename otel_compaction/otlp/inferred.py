@@ -236,6 +236,8 @@ def _summarizer_shape(conversation: _Conversation, call: CallFacts) -> Evidence 
         return Evidence.SUMMARIZER_CALL
     if conversation.context is None:
         return None  # a conversation's first call is its own
+    if call.finish is not None and call.finish not in STOP_REASONS:
+        return None  # it asked for a tool: an agent's step
     if call.tools_offered is False and conversation.tools_seen:
         return Evidence.SUMMARIZER_CALL
     known = conversation.system_key

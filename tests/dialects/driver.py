@@ -155,14 +155,15 @@ def _anthropic_tool() -> dict[str, Any]:
 class Agent:
     """The scripted agent: tool calls until the trigger, then a summary (or a prune)."""
 
-    def __init__(self, model: Model, config: dict[str, Any], seed: int) -> None:
+    def __init__(self, model: Model, config: dict[str, Any], seed: int, task: int = 0) -> None:
         self.model = model
         self.config = config
         self.seed = seed
         self.system = f"You are coding agent {seed}. Use the tools to finish the task."
         if config["variant"] == "stuck":
             self.system += " " + words(seed + 500, config["stuck_system_words"])
-        self.task = {"role": "user", "content": f"Task {seed}: " + words(seed, 40)}
+        task = task or seed
+        self.task = {"role": "user", "content": f"Task {task}: " + words(task, 40)}
         self.history: list[dict[str, Any]] = [self.task]
         self.step = 0
 
@@ -226,8 +227,8 @@ def run(config: dict[str, Any], tracer: trace.Tracer) -> None:
     agent = Agent(model, config, 1)
     for _ in range(steps):
         agent.run_step()
-    if variant == "new_task":
-        agent = Agent(model, config, 2)
+    if variant == "new_task":  # the same agent (system prompt), another task
+        agent = Agent(model, config, 1, task=2)
         for _ in range(steps):
             agent.run_step()
 

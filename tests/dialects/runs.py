@@ -55,6 +55,8 @@ class Server:
     cache_share: float = 0.0
     summaries: list[str] = field(default_factory=list)
     agent_calls: int = 0
+    compacted_at: list[int] = field(default_factory=list)
+    """How many agent calls had been made when each summary was asked for."""
 
     def reply(self, request: RecordedRequest) -> Reply:
         """The reply to one request (``cache_share`` of an agent call's input read from cache)."""
@@ -64,6 +66,7 @@ class Server:
             call = ToolCall("read_file", {"path": "src/app.py"})
             return Reply(text="", tool_calls=(call,), cache_read_tokens=cached)
         seed = len(self.summaries) + 1
+        self.compacted_at.append(self.agent_calls)
         if self.growing and self.summaries:
             text = self.summaries[-1] + "\n" + words(seed * 31, self.growth)
         else:
@@ -140,7 +143,8 @@ class Verdict:
     compactions: list[tuple[str, int, str]] = field(default_factory=list)
     """(conversation, turn index before it, evidence) of each compaction."""
     findings: list[Finding] = field(default_factory=list)
-    summarizer_calls: int = 0
+    generations: list[int] = field(default_factory=list)
+    """Each compaction's lineage generation (0: it starts a lineage)."""
 
 
 def settings() -> Settings:
@@ -165,6 +169,7 @@ def judge(data: bytes) -> Verdict:
             verdict.compactions.append(
                 (record.conversation_id, record.turn_index, record.trigger or "")
             )
+            verdict.generations.append(record.generation)
             verdict.findings += applied.compaction.findings
             if applied.compaction.settled is not None:
                 verdict.findings += applied.compaction.settled.findings
