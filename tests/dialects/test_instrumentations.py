@@ -111,7 +111,8 @@ def test_summaries_chain_into_one_lineage_when_content_is_captured(name: str, tm
     verdict, _ = _run(name, "livelock", True, tmp)
     assert verdict.generations[:4] == [0, 1, 2, 3]
     healthy, _ = _run(name, "healthy", True, tmp)
-    assert healthy.generations and set(healthy.generations) == {0}
+    assert healthy.generations
+    assert set(healthy.generations) == {0}
 
 
 def test_two_instrumentations_of_one_call_count_once(tmp: Path) -> None:

@@ -83,9 +83,7 @@ def test_two_agents_interleaved_in_one_trace_stay_two(capture: bool, tmp_path: P
     [(False, 1 / 3), (True, 0.75)],
     ids=["no-content-third", "content-three-quarters"],
 )
-def test_tool_output_pruning_is_no_compaction(
-    capture: bool, share: float, tmp_path: Path
-) -> None:
+def test_tool_output_pruning_is_no_compaction(capture: bool, share: float, tmp_path: Path) -> None:
     """Old tool outputs cleared in place at the trigger: no compaction, no finding."""
     data, server = run_agent(
         "openllmetry_openai",
