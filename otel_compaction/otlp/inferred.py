@@ -45,7 +45,7 @@ from otel_compaction.model import (
 )
 from otel_compaction.otlp.dialects import STOP_REASONS, CallFacts
 from otel_compaction.otlp.extract import Item, ItemKind
-from otel_compaction.semconv import CompactionMode, CompactionSource, Evidence, KeySource
+from otel_compaction.semconv import CompactionMode, CompactionSource, Evidence
 from otel_compaction.signals.windows import context_window
 
 FALL_SHARE = 0.5
@@ -174,8 +174,7 @@ class CallInference:
             compaction_id=compaction_id,
             timestamp=item.time_ns / 1e9 or None,
         )
-        source = KeySource.LOOSE.value if call.loose else call.key_source
-        self._evidence.put(compaction_id, _describe(evidence, source))
+        self._evidence.put(compaction_id, _describe(evidence, call.key_source))
         conversation.summarizer = None
         conversation.summary = None
         return Item(

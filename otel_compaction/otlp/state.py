@@ -34,7 +34,7 @@ from otel_compaction.config import Settings
 from otel_compaction.model import CompactionAnalysis, PhaseReport, TurnAnalysis
 from otel_compaction.otlp.extract import Item, ItemKind
 from otel_compaction.otlp.inferred import CallInference, LooseGrouper
-from otel_compaction.semconv import PhaseSource, ProcessorReason
+from otel_compaction.semconv import KeySource, PhaseSource, ProcessorReason
 
 logger = logging.getLogger(__name__)
 
@@ -161,11 +161,18 @@ class ConversationState:
     def offer(self, items: Iterable[Item]) -> None:
         """Hold items for the reorder window (a call no key holds gets its group first)."""
         items = items if isinstance(items, list) else list(items)
+        self.place(items)
+        self.window.add(items, self._clock())
+
+    def place(self, items: list[Item]) -> None:
+        """Give each call that no key holds its conversation (``inferred.LooseGrouper``), in
+        arrival order; a call placed already keeps its place."""
         for item in items:
             call = item.call
             if call is not None and call.loose:
                 item.conversation_id = self._loose.key(item)
-        self.window.add(items, self._clock())
+                call.loose = False
+                call.key_source = KeySource.LOOSE.value
 
     def take_due(self) -> list[tuple[str, list[Item]]]:
         """Remove the conversations whose window has closed, to ``apply`` them."""

@@ -83,8 +83,9 @@ class Model:
                 options["traces"] = {"enabled": True, "content_mode": content}
             if config.get("conversation_id"):
                 options["conversation_id"] = config["conversation_id"]
+            opened: Any = options  # the SDK's TypedDict, built field by field
             self.client: Any = anthropic.Anthropic(
-                api_key="test", base_url=base_url, open_telemetry=options
+                api_key="test", base_url=base_url, open_telemetry=opened
             )
         else:
             import openai

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ from otel_compaction.semconv import FindingKind
 from tests.dialects.runs import Server, Verdict, judge, run_agent
 
 # (instrumentation, venv, api, driver options)
-INSTRUMENTATIONS = {
+INSTRUMENTATIONS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
     "genai_official": ("genai_official", "genai_official", "openai", {}),
     "openllmetry_openai": ("openllmetry_openai", "openllmetry", "openai", {}),
     "openllmetry_anthropic+sdk": (
