@@ -496,6 +496,14 @@ METRIC_PROCESSOR_SNAPSHOT_WRITE_ERRORS: Final = MetricSpec(
     "{error}",
     "State snapshots that could not be written (the previous snapshot stays in place).",
 )
+METRIC_PROCESSOR_UNREAD_SPANS: Final = MetricSpec(
+    "compaction.processor.unread_spans",
+    "counter",
+    "{span}",
+    "Other instrumentations' inference spans the processor could not use (no input token "
+    "count), by dialect (since the process started).",
+    ("compaction.processor.dialect",),
+)
 
 ERROR_STAGE: Final = "compaction.error.stage"
 # Stages at which the instrumentation may catch its own error (values of ERROR_STAGE).
@@ -560,6 +568,7 @@ ALL_METRICS: Final = (
     METRIC_PROCESSOR_QUEUE,
     METRIC_PROCESSOR_SNAPSHOT_DISCARDED,
     METRIC_PROCESSOR_SNAPSHOT_WRITE_ERRORS,
+    METRIC_PROCESSOR_UNREAD_SPANS,
 )
 
 
@@ -613,14 +622,12 @@ DIALECT_READ_NAMES: Final = frozenset(
 )
 """``gen_ai.*`` names other instrumentations write that are not (or no longer) official:
 read by the processor, never emitted."""
-PROCESSOR_UNREAD_SPANS: Final = "otel_compaction.processor.unread_spans"
-"""Counter: inference spans the processor could not use (no input token count), by dialect."""
-DIALECT: Final = "dialect"
-"""Attribute of ``otel_compaction.processor.unread_spans``: the instrumentation's dialect."""
+PROCESSOR_DIALECT: Final = "compaction.processor.dialect"
+"""Attribute of ``compaction.processor.unread_spans``: the instrumentation's dialect."""
 
 
 class Dialect(StrEnum):
-    """Whose telemetry an inference span is (``dialect`` on the unread-spans counter)."""
+    """Whose telemetry an inference span is (``compaction.processor.dialect``)."""
 
     GENAI = "genai"
     OPENLLMETRY = "openllmetry"

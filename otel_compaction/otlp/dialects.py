@@ -48,10 +48,17 @@ ASSOCIATION_KEYS = tuple(
 )
 
 
-UNREAD_SPANS: Counter[str] = Counter()
+_UNREAD_SPANS: Counter[str] = Counter()
 """Inference spans seen that the processor could not use (no input token count), by
-dialect: read by the processor's ``/metrics`` (``otel_compaction.processor.unread_spans``)."""
+dialect, since the process started: the processor's ``/metrics`` reports them
+(``compaction.processor.unread_spans``)."""
 _unread_lock = threading.Lock()
+
+
+def unread_spans() -> dict[str, int]:
+    """How many inference spans of each dialect could not be used so far (a copy)."""
+    with _unread_lock:
+        return dict(_UNREAD_SPANS)
 
 
 def count_unread(name: str, attrs: Mapping[str, bytes]) -> None:
@@ -63,7 +70,7 @@ def count_unread(name: str, attrs: Mapping[str, bytes]) -> None:
     if kind is not None and kind.upper() != "LLM":
         return
     with _unread_lock:
-        UNREAD_SPANS[dialect_of(name, attrs)] += 1
+        _UNREAD_SPANS[dialect_of(name, attrs)] += 1
 
 
 @dataclass(slots=True)
