@@ -253,15 +253,25 @@ def main() -> None:
     trace.set_tracer_provider(provider)
     instrument(config["instrumentation"], provider)
     tracer = provider.get_tracer("scripted-agent")
+    if config.get("session_id"):  # OpenInference's session key, on every span in the block
+        from openinference.instrumentation import using_session
+
+        with using_session(config["session_id"]):
+            _traced(config, tracer)
+    else:
+        _traced(config, tracer)
+    provider.force_flush()
+    request = encode_spans(exporter.get_finished_spans())
+    with open(config["out"], "wb") as out:
+        out.write(request.SerializeToString())
+
+
+def _traced(config: dict[str, Any], tracer: trace.Tracer) -> None:
     if config.get("root_span", True):
         with tracer.start_as_current_span("agent run"):
             run(config, tracer)
     else:
         run(config, tracer)
-    provider.force_flush()
-    request = encode_spans(exporter.get_finished_spans())
-    with open(config["out"], "wb") as out:
-        out.write(request.SerializeToString())
 
 
 if __name__ == "__main__":

@@ -28,9 +28,9 @@ INSTRUMENTATIONS: dict[str, tuple[str, str, str, dict[str, Any]]] = {
         {"sdk_spans": True},
     ),
     "anthropic_sdk": ("anthropic_sdk", "openllmetry", "anthropic", {"conversation_id": "conv-7"}),
-    "openinference": ("openinference", "openinference", "openai", {}),
+    "openinference": ("openinference", "openinference", "openai", {"session_id": "sess-1"}),
 }
-STEPS = {"healthy": 40, "stuck": 20, "livelock": 60}
+STEPS = {"healthy": 34, "stuck": 12, "livelock": 48}
 INFERRED = "compaction inferred from GenAI telemetry"
 
 
@@ -127,3 +127,10 @@ def test_the_sdk_conversation_id_groups_and_is_named(tmp: Path) -> None:
     verdict, _ = _run("anthropic_sdk", "stuck", False, tmp)
     assert verdict.conversations == {"conv-7"}
     assert all("grouped by gen_ai.conversation.id" in f.reason for f in verdict.findings)
+
+
+def test_openinference_session_id_groups_and_is_named(tmp: Path) -> None:
+    """OpenInference's ``session.id`` (``using_session``) is the conversation key."""
+    verdict, _ = _run("openinference", "stuck", False, tmp)
+    assert verdict.conversations == {"sess-1"}
+    assert all("grouped by session.id" in f.reason for f in verdict.findings)
