@@ -27,7 +27,9 @@ Only spans that are none of ours reach here (``extract`` reads our own first).
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 import threading
 import zlib
 from collections import Counter
@@ -102,7 +104,11 @@ def dialect_of(name: str, attrs: Mapping[str, bytes]) -> str:
         return sc.Dialect.OPENINFERENCE.value
     if name.startswith("anthropic.messages") or sc.ANTHROPIC_REQUEST_ID in attrs:
         return sc.Dialect.ANTHROPIC_SDK.value
-    if name.startswith("litellm") or any(k.startswith("metadata.") for k in attrs):
+    if (
+        name.startswith("litellm")
+        or name == sc.LITELLM_RAW_REQUEST_SPAN
+        or sc.LITELLM_CALL_ID in attrs
+    ):
         return sc.Dialect.LITELLM.value
     if name.startswith(("openai.", "anthropic.")) or sc.GEN_AI_USAGE_TOTAL_TOKENS in attrs:
         return sc.Dialect.OPENLLMETRY.value
@@ -155,7 +161,10 @@ def read_call(
         or word_of(get(sc.GEN_AI_RESPONSE_MODEL))
         or word_of(get(sc.OPENINFERENCE_MODEL_NAME)),
     )
-    read_content(attrs, facts)
+    if name == sc.LITELLM_RAW_REQUEST_SPAN:
+        read_raw_request(attrs, facts)
+    else:
+        read_content(attrs, facts)
     key = _key(attrs, facts)
     if key is None:
         if parent:
@@ -186,6 +195,8 @@ def _flag(raw: bytes | None) -> bool:
 
 def _finish(raw: bytes | None) -> str | None:
     value = plain(raw) if raw is not None else None
+    if isinstance(value, str) and value.startswith("["):
+        value = _json(raw)  # LiteLLM writes the list as JSON text
     if isinstance(value, list) and value:
         value = value[-1]
     return value.lower() if isinstance(value, str) else None
@@ -201,8 +212,18 @@ def read_content(attrs: Mapping[str, bytes], facts: CallFacts) -> None:
     facts.tools_offered = _tools_offered(attrs)
     if messages is None:
         return
-    system = [text for role, text in messages if role in ("system", "developer")]
     instructions = str_of(attrs.get(sc.GEN_AI_SYSTEM_INSTRUCTIONS))
+    _fill_content(facts, messages, instructions)
+    facts.output_text = _output_text(attrs)
+    if any(kind == "compaction" for kind in _part_types(attrs)):
+        facts.compacted = True
+
+
+def _fill_content(
+    facts: CallFacts, messages: list[tuple[str, str]], instructions: str | None = None
+) -> None:
+    """System prompt, task, last user message and message count from (role, text) pairs."""
+    system = [text for role, text in messages if role in ("system", "developer")]
     if instructions:
         system.insert(0, instructions)
     rest = [(role, text) for role, text in messages if role not in ("system", "developer")]
@@ -211,9 +232,6 @@ def read_content(attrs: Mapping[str, bytes], facts: CallFacts) -> None:
     facts.task_key = _hash(users[0][:2000]) if users else None
     facts.last_user = users[-1][:4000] if users else None
     facts.message_count = len(rest)
-    facts.output_text = _output_text(attrs)
-    if any(kind == "compaction" for kind in _part_types(attrs)):
-        facts.compacted = True
 
 
 def _hash(text: str) -> int:
@@ -308,3 +326,79 @@ def _part_types(attrs: Mapping[str, bytes]) -> list[str]:
             if isinstance(parts, list):
                 out += [str(p.get("type")) for p in parts if isinstance(p, dict)]
     return out
+
+
+# ----------------------------------------------------------------------- LiteLLM
+
+_USAGE_FIGURE = re.compile(r"'(prompt_tokens|input_tokens|cache_read_input_tokens|"
+                           r"cache_creation_input_tokens|cached_tokens)': (\d+)")  # fmt: skip
+_FINISH = re.compile(r"'finish_reason': '(\w+)'")
+
+
+def litellm_primary_spans(view: Any) -> set[bytes]:
+    """The ids of LiteLLM's own call spans (``litellm_request``) in a request's view."""
+    return {
+        span.span_id
+        for rs in view.resource_spans
+        for ss in rs.scope_spans
+        for span in ss.spans
+        if span.name == sc.LITELLM_REQUEST_SPAN
+    }
+
+
+def _raw_prefix(attrs: Mapping[str, bytes]) -> str | None:
+    """``llm.<provider>.`` of a LiteLLM ``raw_gen_ai_request`` span (its usage's key)."""
+    for key in attrs:
+        if key.startswith("llm.") and key.endswith(".usage"):
+            return key[: -len("usage")]
+    return None
+
+
+def raw_request_tokens(attrs: Mapping[str, bytes]) -> int | None:
+    """The context of a LiteLLM ``raw_gen_ai_request`` span, from the provider's usage as
+    LiteLLM wrote it (a Python ``repr`` of the usage object): OpenAI's ``prompt_tokens``
+    (cache included), or Anthropic's ``input_tokens`` plus its cache figures."""
+    prefix = _raw_prefix(attrs)
+    text = str_of(attrs.get(f"{prefix}usage")) if prefix else None
+    if text is None:
+        return None
+    figures = {name: int(value) for name, value in _USAGE_FIGURE.findall(text[:4096])}
+    if "prompt_tokens" in figures:
+        return figures["prompt_tokens"]
+    if "input_tokens" in figures:
+        cache = ("cache_read_input_tokens", "cache_creation_input_tokens")
+        return figures["input_tokens"] + sum(figures.get(k, 0) for k in cache)
+    return None
+
+
+def read_raw_request(attrs: Mapping[str, bytes], facts: CallFacts) -> None:
+    """A LiteLLM ``raw_gen_ai_request`` span's facts (the provider's request and response,
+    as Python ``repr`` text): response id, finish reason, model, tools, messages, reply."""
+    prefix = _raw_prefix(attrs) or "llm."
+    facts.dialect = sc.Dialect.LITELLM.value
+    facts.response_id = facts.response_id or str_of(attrs.get(f"{prefix}id"))
+    facts.model = facts.model or word_of(attrs.get(f"{prefix}model"))
+    choices = str_of(attrs.get(f"{prefix}choices")) or ""
+    finish = _FINISH.search(choices[:4096])
+    if finish is not None:
+        facts.finish = finish.group(1).lower()
+    if f"{prefix}tools" in attrs:
+        facts.tools_offered = True
+    messages = _literal(attrs.get(f"{prefix}messages"))
+    if isinstance(messages, list):
+        _fill_content(facts, [_message(m) for m in messages if isinstance(m, dict)])
+    replies = _literal(attrs.get(f"{prefix}choices"))
+    if isinstance(replies, list) and replies and isinstance(replies[0], dict):
+        message = replies[0].get("message")
+        if isinstance(message, dict) and isinstance(message.get("content"), str):
+            facts.output_text = message["content"]
+
+
+def _literal(raw: bytes | None) -> Any:
+    text = str_of(raw)
+    if text is None or len(text) > MAX_CONTENT_CHARS:
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None

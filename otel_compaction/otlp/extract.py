@@ -35,7 +35,14 @@ from otel_compaction.model import (
     TurnObservation,
 )
 from otel_compaction.otlp.decode import Signal
-from otel_compaction.otlp.dialects import CallFacts, count_unread, input_tokens, read_call
+from otel_compaction.otlp.dialects import (
+    CallFacts,
+    count_unread,
+    input_tokens,
+    litellm_primary_spans,
+    raw_request_tokens,
+    read_call,
+)
 from otel_compaction.otlp.spanview import Position, parse_trace_view
 from otel_compaction.otlp.values import (
     AttrValue,
@@ -163,6 +170,7 @@ _KEY_A, _KEY_B, _KEY_C = ENGINE_INPUT_KEYS  # the hot check in span_items, unrol
 _KEY_D, _KEY_E = sc.GEN_AI_USAGE_PROMPT_TOKENS, sc.OPENINFERENCE_PROMPT_TOKENS
 """Other dialects' input token counts: their spans are engine inputs too (``otlp.dialects``)."""
 _OPERATION, _OI_KIND = sc.GEN_AI_OPERATION_NAME, sc.OPENINFERENCE_SPAN_KIND
+_RAW = sc.LITELLM_RAW_REQUEST_SPAN
 _INFERENCE_OPERATIONS = frozenset(sc.INFERENCE_OPERATIONS)
 _REPORTED = PhaseSource.REPORTED.value
 
@@ -201,6 +209,7 @@ def span_items(
     view = parse_trace_view(request.SerializeToString() if data is None else data)
     out: list[Item] = []
     append = out.append
+    primary: set[bytes] | None = None  # LiteLLM's own call spans in this request, when needed
     for i, rs in enumerate(view.resource_spans):
         for j, ss in enumerate(rs.scope_spans):
             originals = None
@@ -215,10 +224,16 @@ def span_items(
                     or _KEY_D in attrs
                     or _KEY_E in attrs
                     or span.name == sc.SPAN_COMPACTION
+                    or span.name == _RAW
                 ):
                     if _OPERATION in attrs or _OI_KIND in attrs:
                         count_unread(span.name, attrs)  # a GenAI span we cannot use
                     continue
+                if span.name == _RAW:
+                    if primary is None:
+                        primary = litellm_primary_spans(view)
+                    if span.parent_span_id in primary:
+                        continue  # LiteLLM's own span of the call is in the request: read that
                 item = _item(span, attrs, model_windows)
                 if item is None:
                     continue
@@ -273,6 +288,15 @@ def _service(resource_spans: Any) -> str | None:
     return str_of(raw) if isinstance(raw, bytes) else None
 
 
+def _litellm_own(name: str, operation: str | None, attrs: Mapping[str, bytes]) -> bool:
+    """Whether a span LiteLLM wrote on is one it opened for a call (``litellm_request``, or
+    ``{operation} {model}`` in the latest GenAI conventions), not the caller's own."""
+    if name.startswith("litellm"):
+        return True
+    model = word_of(attrs.get(sc.GEN_AI_REQUEST_MODEL))
+    return operation is not None and name == f"{operation} {model}"
+
+
 def _call_item(
     span: Any, attrs: Mapping[str, bytes], model_windows: Mapping[str, int] | None
 ) -> Item | None:
@@ -284,7 +308,11 @@ def _call_item(
     kind = word_of(attrs.get(_OI_KIND))
     if kind is not None and kind.upper() != "LLM":
         return None  # an OpenInference chain or agent span: its counts are its calls' sums
-    tokens = input_tokens(attrs)
+    if sc.LITELLM_CALL_ID in attrs and not _litellm_own(span.name, operation, attrs):
+        # LiteLLM wrote its last call's usage over the caller's own span: not a call.
+        count_unread(span.name, attrs)
+        return None
+    tokens = raw_request_tokens(attrs) if span.name == _RAW else input_tokens(attrs)
     if tokens is None:
         count_unread(span.name, attrs)
         return None

@@ -187,6 +187,10 @@ class CallInference:
             dedupe_key=zlib.crc32(compaction_id.encode()) << 1 | 1,
             compaction=observation,
             provider=item.provider,
+            # Enrich mode flags the first call that saw the compacted context.
+            target=item.target,
+            position=item.position,
+            batch=item.batch,
         )
 
     def _remember(self, conversation: _Conversation, call: CallFacts, item: Item) -> None:

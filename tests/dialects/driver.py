@@ -63,6 +63,11 @@ def instrument(name: str, provider: TracerProvider) -> None:
         from openinference.instrumentation.openai import OpenAIInstrumentor as OIOpenAI
 
         OIOpenAI().instrument(tracer_provider=provider)
+    elif name == "litellm":
+        import litellm
+
+        litellm.callbacks = ["otel"]  # its own OTel callback, on the global tracer provider
+        litellm.turn_off_message_logging = os.environ.get("TRACELOOP_TRACE_CONTENT") == "false"
     elif name != "anthropic_sdk":
         raise SystemExit(f"unknown instrumentation {name}")
 
@@ -72,7 +77,10 @@ class Model:
 
     def __init__(self, api: str, base_url: str, config: dict[str, Any]) -> None:
         self.api = api
-        if api == "anthropic":
+        self.base_url = base_url
+        if api == "litellm":
+            self.client = None
+        elif api == "anthropic":
             import anthropic
 
             options: dict[str, Any] = {}
@@ -92,8 +100,12 @@ class Model:
 
             self.client = openai.OpenAI(api_key="test", base_url=base_url + "/v1")
 
+    calls = 0
+    """Model calls made by this process (all models)."""
+
     def call(self, system: str, messages: list[dict[str, Any]], tools: bool) -> tuple[int, Any]:
         """The input tokens the call reported and its reply."""
+        Model.calls += 1
         if self.api == "anthropic":
             kwargs: dict[str, Any] = {"tools": [_anthropic_tool()]} if tools else {}
             reply = self.client.messages.create(
@@ -103,9 +115,19 @@ class Model:
             size = usage.input_tokens + (usage.cache_read_input_tokens or 0)
             return size + (usage.cache_creation_input_tokens or 0), reply
         kwargs = {"tools": [{"type": "function", "function": TOOL}]} if tools else {}
-        reply = self.client.chat.completions.create(
-            model=MODEL, messages=[{"role": "system", "content": system}, *messages], **kwargs
-        )
+        sent = [{"role": "system", "content": system}, *messages]
+        if self.api == "litellm":
+            import litellm
+
+            reply = litellm.completion(
+                model="openai/" + MODEL,
+                api_base=self.base_url + "/v1",
+                api_key="test",
+                messages=sent,
+                **kwargs,
+            )
+        else:
+            reply = self.client.chat.completions.create(model=MODEL, messages=sent, **kwargs)
         return reply.usage.prompt_tokens, reply
 
     def tool_turn(self, reply: Any, output: str) -> list[dict[str, Any]]:
@@ -237,8 +259,9 @@ def run(config: dict[str, Any], tracer: trace.Tracer) -> None:
 def main() -> None:
     """Run the agent as configured and write its spans."""
     config = json.loads(sys.argv[1])
-    if config["capture"]:
+    if config["capture"] and config.get("semconv_latest", True):
         os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+    if config["capture"]:
         os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
         os.environ["TRACELOOP_TRACE_CONTENT"] = "true"
         os.environ["OPENINFERENCE_HIDE_INPUTS"] = "false"
@@ -250,6 +273,12 @@ def main() -> None:
     resource = Resource.create({"service.name": config.get("service", "scripted-agent")})
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    if config.get("otlp_endpoint"):  # also to a processor, over OTLP/HTTP, in batches
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        otlp = OTLPSpanExporter(endpoint=config["otlp_endpoint"])
+        provider.add_span_processor(BatchSpanProcessor(otlp, max_export_batch_size=16))
     trace.set_tracer_provider(provider)
     instrument(config["instrumentation"], provider)
     tracer = provider.get_tracer("scripted-agent")
@@ -260,10 +289,34 @@ def main() -> None:
             _traced(config, tracer)
     else:
         _traced(config, tracer)
+    if config["instrumentation"] == "litellm":
+        _wait_for_litellm(exporter, Model.calls)
     provider.force_flush()
     request = encode_spans(exporter.get_finished_spans())
     with open(config["out"], "wb") as out:
         out.write(request.SerializeToString())
+    provider.shutdown()
+
+
+def _wait_for_litellm(exporter: InMemorySpanExporter, calls: int) -> None:
+    """LiteLLM logs each call from a thread of its own: wait (bounded) until every call's
+    span is in, then a little more for what it writes on spans it did not open."""
+    import time
+
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        spans = exporter.get_finished_spans()
+        own = [
+            s
+            for s in spans
+            if s.instrumentation_scope and s.instrumentation_scope.name == "litellm"
+        ]
+        if len({s.name for s in own} - {"raw_gen_ai_request"}) and len(own) >= calls:
+            break
+        if not own and time.monotonic() > deadline - 19:
+            break  # it writes on the caller's span only: nothing of its own to wait for
+        time.sleep(0.05)
+    time.sleep(0.3)
 
 
 def _traced(config: dict[str, Any], tracer: trace.Tracer) -> None:
