@@ -78,8 +78,9 @@ class Model:
     def __init__(self, api: str, base_url: str, config: dict[str, Any]) -> None:
         self.api = api
         self.base_url = base_url
+        self.client: Any = None
         if api == "litellm":
-            self.client = None
+            pass  # litellm.completion, no client
         elif api == "anthropic":
             import anthropic
 
@@ -92,7 +93,7 @@ class Model:
             if config.get("conversation_id"):
                 options["conversation_id"] = config["conversation_id"]
             opened: Any = options  # the SDK's TypedDict, built field by field
-            self.client: Any = anthropic.Anthropic(
+            self.client = anthropic.Anthropic(
                 api_key="test", base_url=base_url, open_telemetry=opened
             )
         else:
