@@ -13,7 +13,10 @@ The mapping from the wire to the shared engine (``ConversationAnalyzer``):
   coming back through a Collector loop) is not an engine input.
 
 The conversation key is ``compaction.conversation.id``, else
-``gen_ai.conversation.id``, else the trace id.
+``gen_ai.conversation.id``, else the trace id. Another instrumentation's inference
+span (none of our attributes) is read by :mod:`~otel_compaction.otlp.dialects` into
+a turn carrying its ``CallFacts`` (its own keys), which ``otlp.inferred`` turns into
+turns, summarizer costs and compactions when it is applied.
 
 Spans are read through :mod:`~otel_compaction.otlp.spanview`, where each
 span's attributes are a map: the dozen values an inference span needs are
@@ -34,15 +37,9 @@ from otel_compaction.model import (
     SummarizerCost,
     TurnObservation,
 )
+from otel_compaction.otlp.content import litellm_primary_spans, raw_request_tokens
 from otel_compaction.otlp.decode import Signal
-from otel_compaction.otlp.dialects import (
-    CallFacts,
-    count_unread,
-    input_tokens,
-    litellm_primary_spans,
-    raw_request_tokens,
-    read_call,
-)
+from otel_compaction.otlp.dialects import CallFacts, count_unread, input_tokens, read_call
 from otel_compaction.otlp.spanview import Position, parse_trace_view
 from otel_compaction.otlp.values import (
     AttrValue,

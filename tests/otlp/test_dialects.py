@@ -9,7 +9,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from otel_compaction import semconv as sc
-from otel_compaction.otlp import dialects
+from otel_compaction.otlp import content, dialects
 from otel_compaction.otlp.attributes import key_values
 from otel_compaction.otlp.extract import Item, span_items
 
@@ -161,7 +161,7 @@ def test_compaction_parts_and_the_compacted_flag() -> None:
 
 def test_unparsable_or_huge_content_is_ignored() -> None:
     """Content that is not JSON, or past the size bound, gives no content facts."""
-    for text in ("not json", "[" + " " * dialects.MAX_CONTENT_CHARS + "]", json.dumps({"a": 1})):
+    for text in ("not json", "[" + " " * content.MAX_CONTENT_CHARS + "]", json.dumps({"a": 1})):
         call = _call({sc.GEN_AI_USAGE_INPUT_TOKENS: 10, sc.GEN_AI_INPUT_MESSAGES: text}).call
         assert call is not None
         assert call.message_count is None
@@ -208,3 +208,46 @@ def test_a_kvlist_value_is_read_as_nothing() -> None:
     attrs = {kv.key: kv.value.SerializeToString(), sc.GEN_AI_USAGE_INPUT_TOKENS: b""}
     _, facts = dialects.read_call("chat m", attrs, 5, TRACE, PARENT)
     assert facts.finish is None
+
+
+def test_litellm_raw_request_spans_are_read_from_their_repr_text() -> None:
+    """``raw_gen_ai_request``: usage (OpenAI's or Anthropic's), id, finish, tools, messages."""
+    raw = {
+        "llm.openai.usage": "{'prompt_tokens': 900, 'completion_tokens': 5}",
+        "llm.openai.id": "chatcmpl-1",
+        "llm.openai.choices": "[{'finish_reason': 'stop', 'message': {'content': 'sum'}}]",
+        "llm.openai.tools": "[{'type': 'function'}]",
+        "llm.openai.messages": "[{'role': 'system', 'content': 'S'}, {'role': 'user', "
+        "'content': 'task'}]",
+    }
+    item = _call(raw, name=sc.LITELLM_RAW_REQUEST_SPAN)
+    assert item.turn is not None
+    assert item.turn.context_tokens == 900
+    call = item.call
+    assert call is not None
+    assert (call.dialect, call.response_id, call.finish) == ("litellm", "chatcmpl-1", "stop")
+    assert (call.tools_offered, call.last_user, call.output_text) == (True, "task", "sum")
+    anthropic = {"llm.anthropic.usage": "{'input_tokens': 10, 'cache_read_input_tokens': 90}"}
+    assert content.raw_request_tokens(_encoded(anthropic)) == 100
+    assert content.raw_request_tokens(_encoded({"llm.x.usage": "{'total_tokens': 3}"})) is None
+    assert content.raw_request_tokens(_encoded({"other": 1})) is None
+    odd = {**raw, "llm.openai.messages": "[Message(role='user')]", "llm.openai.choices": "?"}
+    call = _call(odd, name=sc.LITELLM_RAW_REQUEST_SPAN).call
+    assert call is not None
+    assert (call.message_count, call.output_text, call.finish) == (None, None, None)
+
+
+def test_a_raw_request_under_litellms_own_span_is_left_to_that_span() -> None:
+    """In one request, the ``litellm_request`` span is the call; its raw child is skipped."""
+    request = ExportTraceServiceRequest()
+    spans = request.resource_spans.add().scope_spans.add().spans
+    own = spans.add(trace_id=TRACE, span_id=b"\x02" * 8, name=sc.LITELLM_REQUEST_SPAN)
+    own.attributes.extend(key_values({sc.GEN_AI_USAGE_INPUT_TOKENS: 5, sc.LITELLM_CALL_ID: "x"}))
+    raw = spans.add(
+        trace_id=TRACE, span_id=b"\x03" * 8, parent_span_id=b"\x02" * 8, name="raw_gen_ai_request"
+    )
+    raw.attributes.extend(key_values({"llm.openai.usage": "{'prompt_tokens': 5}"}))
+    app = spans.add(trace_id=TRACE, span_id=b"\x04" * 8, name="agent run")
+    app.attributes.extend(key_values({sc.GEN_AI_USAGE_INPUT_TOKENS: 5, sc.LITELLM_CALL_ID: "y"}))
+    items = span_items(request, targets=False)
+    assert [i.span_id for i in items] == [b"\x02" * 8]
