@@ -10,7 +10,11 @@ batch it thinks was lost). ``ConversationState`` therefore:
 2. drops what it has already applied: span ids it remembers (bounded), turn
    indexes at or below the conversation's high-water mark, compaction ids the
    engine already recorded; a retried batch changes nothing;
-3. feeds the rest, in order, to the same ``ConversationRegistry`` and
+3. reads other instrumentations' calls (``Item.call``) through
+   ``otlp.inferred.CallInference`` in order: turns, summarizer costs and the
+   compactions inferred between them (a call no key holds is given its
+   conversation when offered, ``LooseGrouper``);
+4. feeds the rest, in order, to the same ``ConversationRegistry`` and
    ``ConversationAnalyzer`` the in-process instrumentation uses, with the
    processor's own ``Settings``: verdicts are recomputed, never copied.
 
