@@ -544,6 +544,14 @@ METRIC_PROCESSOR_SNAPSHOT_WRITE_ERRORS: Final = MetricSpec(
     "{error}",
     "State snapshots that could not be written (the previous snapshot stays in place).",
 )
+METRIC_PROCESSOR_UNREAD_SPANS: Final = MetricSpec(
+    "compaction.processor.unread_spans",
+    "counter",
+    "{span}",
+    "Other instrumentations' inference spans the processor could not use (no input token "
+    "count), by dialect (since the process started).",
+    ("compaction.processor.dialect",),
+)
 
 ERROR_STAGE: Final = "compaction.error.stage"
 # Stages at which the instrumentation may catch its own error (values of ERROR_STAGE).
@@ -611,6 +619,7 @@ ALL_METRICS: Final = (
     METRIC_PROCESSOR_QUEUE,
     METRIC_PROCESSOR_SNAPSHOT_DISCARDED,
     METRIC_PROCESSOR_SNAPSHOT_WRITE_ERRORS,
+    METRIC_PROCESSOR_UNREAD_SPANS,
 )
 
 
@@ -625,3 +634,77 @@ def all_attribute_names() -> frozenset[str]:
     for spec in ALL_METRICS:
         names.update(spec.attributes)
     return frozenset(names)
+
+
+# ---------------------------------------------------------------------------
+# Other instrumentations' dialects, as the processor reads them
+# (docs/processor.md, "Other instrumentations"; otel_compaction/otlp/dialects.py).
+
+GEN_AI_USAGE_PROMPT_TOKENS: Final = "gen_ai.usage.prompt_tokens"
+GEN_AI_USAGE_COMPLETION_TOKENS: Final = "gen_ai.usage.completion_tokens"
+GEN_AI_USAGE_TOTAL_TOKENS: Final = "gen_ai.usage.total_tokens"
+GEN_AI_TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
+GEN_AI_PROMPT_PREFIX: Final = "gen_ai.prompt."
+GEN_AI_COMPLETION_CONTENT: Final = "gen_ai.completion.0.content"
+LLM_FUNCTIONS_PREFIX: Final = "llm.request.functions.0.name"
+TRACELOOP_ASSOCIATION_PREFIX: Final = "traceloop.association.properties."
+OPENINFERENCE_SPAN_KIND: Final = "openinference.span.kind"
+OPENINFERENCE_PROMPT_TOKENS: Final = "llm.token_count.prompt"
+OPENINFERENCE_COMPLETION_TOKENS: Final = "llm.token_count.completion"
+OPENINFERENCE_CACHE_READ_TOKENS: Final = "llm.token_count.prompt_details.cache_read"
+OPENINFERENCE_MODEL_NAME: Final = "llm.model_name"
+OPENINFERENCE_FINISH_REASON: Final = "llm.finish_reason"
+OPENINFERENCE_INPUT_MESSAGES: Final = "llm.input_messages."
+OPENINFERENCE_OUTPUT_CONTENT: Final = "llm.output_messages.0.message.content"
+OPENINFERENCE_TOOL_PREFIX: Final = "llm.tools."
+LITELLM_CALL_ID: Final = "litellm.call_id"
+LITELLM_REQUEST_SPAN: Final = "litellm_request"
+LITELLM_RAW_REQUEST_SPAN: Final = "raw_gen_ai_request"
+ANTHROPIC_REQUEST_ID: Final = "anthropic.request.id"
+ANTHROPIC_STOP_REASON: Final = "anthropic.message.stop_reason"
+SERVICE_NAME: Final = "service.name"
+
+DIALECT_READ_NAMES: Final = frozenset(
+    {
+        GEN_AI_USAGE_PROMPT_TOKENS,
+        GEN_AI_USAGE_COMPLETION_TOKENS,
+        GEN_AI_USAGE_TOTAL_TOKENS,
+        GEN_AI_TOOL_DEFINITIONS,
+        GEN_AI_PROMPT_PREFIX,
+        GEN_AI_COMPLETION_CONTENT,
+    }
+)
+"""``gen_ai.*`` names other instrumentations write that are not (or no longer) official:
+read by the processor, never emitted."""
+PROCESSOR_DIALECT: Final = "compaction.processor.dialect"
+"""Attribute of ``compaction.processor.unread_spans``: the instrumentation's dialect."""
+
+
+class Dialect(StrEnum):
+    """Whose telemetry an inference span is (``compaction.processor.dialect``)."""
+
+    GENAI = "genai"
+    OPENLLMETRY = "openllmetry"
+    OPENINFERENCE = "openinference"
+    LITELLM = "litellm"
+    ANTHROPIC_SDK = "anthropic_sdk"
+
+
+class KeySource(StrEnum):
+    """Which key grouped another instrumentation's calls into a conversation."""
+
+    CONVERSATION_ID = "gen_ai.conversation.id"
+    SESSION_ID = "session.id"
+    ASSOCIATION = "traceloop.association.properties"
+    TRACE_PARENT = "trace_and_parent_span"
+    TRACE = "trace"
+    LOOSE = "service_model_gap"
+
+
+class Evidence(StrEnum):
+    """What an inferred compaction rests on (its ``compaction.trigger``, named in its findings)."""
+
+    SUMMARIZER_CALL = "summarizer_call"
+    TOKEN_FALL = "token_fall"
+    UNCARRIED_REPLY = "uncarried_reply"
+    COMPACTED_FLAG = "conversation_compacted"

@@ -13,7 +13,10 @@ The mapping from the wire to the shared engine (``ConversationAnalyzer``):
   coming back through a Collector loop) is not an engine input.
 
 The conversation key is ``compaction.conversation.id``, else
-``gen_ai.conversation.id``, else the trace id.
+``gen_ai.conversation.id``, else the trace id. Another instrumentation's inference
+span (none of our attributes) is read by :mod:`~otel_compaction.otlp.dialects` into
+a turn carrying its ``CallFacts`` (its own keys), which ``otlp.inferred`` turns into
+turns, summarizer costs and compactions when it is applied.
 
 Spans are read through :mod:`~otel_compaction.otlp.spanview`, where each
 span's attributes are a map: the dozen values an inference span needs are
@@ -34,7 +37,9 @@ from otel_compaction.model import (
     SummarizerCost,
     TurnObservation,
 )
+from otel_compaction.otlp.content import litellm_primary_spans, raw_request_tokens
 from otel_compaction.otlp.decode import Signal
+from otel_compaction.otlp.dialects import CallFacts, count_unread, input_tokens, read_call
 from otel_compaction.otlp.spanview import Position, parse_trace_view
 from otel_compaction.otlp.values import (
     AttrValue,
@@ -94,6 +99,10 @@ class Item:
     batch: Any = None
     signal: Signal = Signal.TRACES
     bare: bool = False
+    call: CallFacts | None = None
+    """Another instrumentation's inference span (``otlp.dialects``), read by ``otlp.inferred``."""
+    expanded: bool = False
+    """Read by ``otlp.inferred`` already (a held call it hands back at the end)."""
 
     def sort_key(self) -> tuple[int, int, int]:
         """Order within a conversation: turn index (else time), compaction before turn."""
@@ -156,6 +165,10 @@ ENGINE_INPUT_KEYS = (sc.CONTEXT_TOKENS, sc.GEN_AI_USAGE_INPUT_TOKENS, sc.COMPACT
 """A span is an engine input only if it has one of these or is named ``compaction``; the
 Collector configurations of tap mode filter the rest out before they reach the processor."""
 _KEY_A, _KEY_B, _KEY_C = ENGINE_INPUT_KEYS  # the hot check in span_items, unrolled
+_KEY_D, _KEY_E = sc.GEN_AI_USAGE_PROMPT_TOKENS, sc.OPENINFERENCE_PROMPT_TOKENS
+"""Other dialects' input token counts: their spans are engine inputs too (``otlp.dialects``)."""
+_OPERATION, _OI_KIND = sc.GEN_AI_OPERATION_NAME, sc.OPENINFERENCE_SPAN_KIND
+_RAW = sc.LITELLM_RAW_REQUEST_SPAN
 _INFERENCE_OPERATIONS = frozenset(sc.INFERENCE_OPERATIONS)
 _REPORTED = PhaseSource.REPORTED.value
 
@@ -194,6 +207,7 @@ def span_items(
     view = parse_trace_view(request.SerializeToString() if data is None else data)
     out: list[Item] = []
     append = out.append
+    primary: set[bytes] | None = None  # LiteLLM's own call spans in this request, when needed
     for i, rs in enumerate(view.resource_spans):
         for j, ss in enumerate(rs.scope_spans):
             originals = None
@@ -205,12 +219,24 @@ def span_items(
                     _KEY_A in attrs
                     or _KEY_B in attrs
                     or _KEY_C in attrs
+                    or _KEY_D in attrs
+                    or _KEY_E in attrs
                     or span.name == sc.SPAN_COMPACTION
+                    or span.name == _RAW
                 ):
+                    if _OPERATION in attrs or _OI_KIND in attrs:
+                        count_unread(span.name, attrs)  # a GenAI span we cannot use
                     continue
+                if span.name == _RAW:
+                    if primary is None:
+                        primary = litellm_primary_spans(view)
+                    if span.parent_span_id in primary:
+                        continue  # LiteLLM's own span of the call is in the request: read that
                 item = _item(span, attrs, model_windows)
                 if item is None:
                     continue
+                if item.call is not None:
+                    item.call.service = _service(rs)
                 if targets:
                     if originals is None:
                         originals = request.resource_spans[i].scope_spans[j].spans
@@ -246,7 +272,63 @@ def _item(
         item = _compaction_item(span, decoded(attrs, _COMPACTION_KEYS))
         item.bare = sc.COMPACTION_ID in attrs and not any(key in attrs for key in FLAG_KEYS)
         return item
+    if sc.CONVERSATION_ID not in attrs and sc.CONTEXT_TOKENS not in attrs:
+        return _call_item(span, attrs, model_windows)  # another instrumentation's span
     return _turn_item(span, attrs, model_windows)
+
+
+def _service(resource_spans: Any) -> str | None:
+    resource = getattr(resource_spans, "resource", None)
+    if resource is None:
+        return None
+    attributes = resource.attributes
+    raw = attributes.get(sc.SERVICE_NAME) if hasattr(attributes, "get") else None
+    return str_of(raw) if isinstance(raw, bytes) else None
+
+
+def _litellm_own(name: str, operation: str | None, attrs: Mapping[str, bytes]) -> bool:
+    """Whether a span LiteLLM wrote on is one it opened for a call (``litellm_request``, or
+    ``{operation} {model}`` in the latest GenAI conventions), not the caller's own."""
+    if name.startswith("litellm"):
+        return True
+    model = word_of(attrs.get(sc.GEN_AI_REQUEST_MODEL))
+    return operation is not None and name == f"{operation} {model}"
+
+
+def _call_item(
+    span: Any, attrs: Mapping[str, bytes], model_windows: Mapping[str, int] | None
+) -> Item | None:
+    """Another instrumentation's inference span: a turn carrying its ``CallFacts``
+    (``otlp.inferred`` decides whether it is a turn, a summarizer's call or both)."""
+    operation = word_of(attrs.get(sc.GEN_AI_OPERATION_NAME))
+    if operation is not None and operation not in _INFERENCE_OPERATIONS:
+        return None
+    kind = word_of(attrs.get(_OI_KIND))
+    if kind is not None and kind.upper() != "LLM":
+        return None  # an OpenInference chain or agent span: its counts are its calls' sums
+    if sc.LITELLM_CALL_ID in attrs and not _litellm_own(span.name, operation, attrs):
+        # LiteLLM wrote its last call's usage over the caller's own span: not a call.
+        count_unread(span.name, attrs)
+        return None
+    tokens = raw_request_tokens(attrs) if span.name == _RAW else input_tokens(attrs)
+    if tokens is None:
+        count_unread(span.name, attrs)
+        return None
+    parent = getattr(span, "parent_span_id", b"")
+    key, facts = read_call(span.name, attrs, tokens, span.trace_id, parent)
+    item = _base(span, ItemKind.TURN, key, None, word_of(attrs.get(sc.GEN_AI_PROVIDER_NAME)))
+    window = window_of(attrs.get(sc.CONTEXT_WINDOW))
+    if model_windows and facts.model in model_windows:
+        window = None
+    item.turn = TurnObservation(
+        context_tokens=tokens,
+        model=facts.model,
+        window=window if window and window > 0 else None,
+        timestamp=item.time_ns / 1e9 or None,
+        cache_read_tokens=int_of(attrs.get(sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)),
+    )
+    item.call = facts
+    return item
 
 
 def _base(

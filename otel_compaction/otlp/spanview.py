@@ -43,13 +43,24 @@ _MESSAGES: _Messages = (
         (
             ("trace_id", 1, _F.TYPE_BYTES, _OPTIONAL, ""),
             ("span_id", 2, _F.TYPE_BYTES, _OPTIONAL, ""),
+            ("parent_span_id", 4, _F.TYPE_BYTES, _OPTIONAL, ""),
             ("name", 5, _F.TYPE_STRING, _OPTIONAL, ""),
             ("start_time_unix_nano", 7, _F.TYPE_FIXED64, _OPTIONAL, ""),
             ("attributes", 9, _F.TYPE_MESSAGE, _REPEATED, f".{_PACKAGE}.Span.AttributesEntry"),
         ),
     ),
     ("ScopeSpans", (("spans", 2, _F.TYPE_MESSAGE, _REPEATED, f".{_PACKAGE}.Span"),)),
-    ("ResourceSpans", (("scope_spans", 2, _F.TYPE_MESSAGE, _REPEATED, f".{_PACKAGE}.ScopeSpans"),)),
+    (
+        "Resource",
+        (("attributes", 1, _F.TYPE_MESSAGE, _REPEATED, f".{_PACKAGE}.Resource.AttributesEntry"),),
+    ),
+    (
+        "ResourceSpans",
+        (
+            ("resource", 1, _F.TYPE_MESSAGE, _OPTIONAL, f".{_PACKAGE}.Resource"),
+            ("scope_spans", 2, _F.TYPE_MESSAGE, _REPEATED, f".{_PACKAGE}.ScopeSpans"),
+        ),
+    ),
     ("Request", (("resource_spans", 1, _F.TYPE_MESSAGE, _REPEATED, f".{_PACKAGE}.ResourceSpans"),)),
 )
 # The splicing view: a span is its bytes; every other field is an unknown field,
@@ -79,11 +90,12 @@ def _file() -> descriptor_pb2.FileDescriptorProto:
             added = message.field.add(name=field, number=number, type=kind, label=label)
             if type_name:
                 added.type_name = type_name
-    entry = proto.message_type[0].nested_type.add(name="AttributesEntry")
-    entry.options.map_entry = True
-    entry.field.add(name="key", number=1, type=_F.TYPE_STRING, label=_OPTIONAL)
-    # The value stays encoded: an ``AnyValue``'s bytes, decoded by the reader.
-    entry.field.add(name="value", number=2, type=_F.TYPE_BYTES, label=_OPTIONAL)
+    for index in (0, 2):  # Span and Resource: their attributes as maps
+        entry = proto.message_type[index].nested_type.add(name="AttributesEntry")
+        entry.options.map_entry = True
+        entry.field.add(name="key", number=1, type=_F.TYPE_STRING, label=_OPTIONAL)
+        # The value stays encoded: an ``AnyValue``'s bytes, decoded by the reader.
+        entry.field.add(name="value", number=2, type=_F.TYPE_BYTES, label=_OPTIONAL)
     return proto
 
 
@@ -104,9 +116,10 @@ def parse_trace_view(data: bytes) -> Any:
     """The view of a serialised ``ExportTraceServiceRequest`` (already validated by a real parse).
 
     ``view.resource_spans[i].scope_spans[j].spans[k]`` is the span at the same
-    place in the request, with ``trace_id``, ``span_id``, ``name``,
+    place in the request, with ``trace_id``, ``span_id``, ``parent_span_id``, ``name``,
     ``start_time_unix_nano`` and ``attributes`` (a mapping from key to the
-    serialised ``AnyValue``: ``attributes.get(key)`` and ``key in attributes``).
+    serialised ``AnyValue``: ``attributes.get(key)`` and ``key in attributes``);
+    ``view.resource_spans[i].resource.attributes`` is the resource's, the same way.
     """
     return _REQUEST.FromString(data)
 

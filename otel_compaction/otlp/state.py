@@ -26,7 +26,11 @@ batch it thinks was lost). ``ConversationState`` therefore:
    first characters, its length and a digest of the whole, so distinct ids stay
    distinct), the form the findings and finding spans then carry; an id of a
    megabyte costs what one of 300 characters does;
-4. feeds the rest, in order, to the same ``ConversationRegistry`` and
+4. reads other instrumentations' calls (``Item.call``) through
+   ``otlp.inferred.CallInference`` in order: turns, summarizer costs and the
+   compactions inferred between them (a call no key holds is given its
+   conversation when offered, ``LooseGrouper``);
+5. feeds the rest, in order, to the same ``ConversationRegistry`` and
    ``ConversationAnalyzer`` the in-process instrumentation uses, with the
    processor's own ``Settings``: verdicts are recomputed, never copied.
 
@@ -50,7 +54,8 @@ from otel_compaction.analyzer import ConversationAnalyzer, ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.model import CompactionAnalysis, PhaseReport, TurnAnalysis
 from otel_compaction.otlp.extract import Item, ItemKind
-from otel_compaction.semconv import PhaseSource, ProcessorReason
+from otel_compaction.otlp.inferred import CallInference, LooseGrouper
+from otel_compaction.semconv import KeySource, PhaseSource, ProcessorReason
 
 logger = logging.getLogger(__name__)
 
@@ -200,6 +205,9 @@ class ConversationState:
         # Only conversations resumed by a new agent process: where its numbering starts.
         self._bases: BoundedMap[str, int] = BoundedMap(settings.max_conversations)
         self._on_skip = on_skip
+        self.calls = CallInference(settings)
+        """Other instrumentations' calls → turns, summarizer costs, inferred compactions."""
+        self._loose = LooseGrouper(settings.max_conversations)
 
     @property
     def pending(self) -> int:
@@ -207,19 +215,32 @@ class ConversationState:
         return len(self.window)
 
     def offer(self, items: Iterable[Item]) -> None:
-        """Hold items for the reorder window (their over-long ids bounded first)."""
+        """Hold items for the reorder window (their over-long ids bounded first, and a call
+        no key holds given its group)."""
         items = list(items)
         for item in items:
             _bounded(item)
+        self.place(items)
         self.window.add(items, self._clock())
+
+    def place(self, items: list[Item]) -> None:
+        """Give each call that no key holds its conversation (``inferred.LooseGrouper``), in
+        arrival order; a call placed already keeps its place."""
+        for item in items:
+            call = item.call
+            if call is not None and call.loose:
+                item.conversation_id = self._loose.key(item)
+                call.loose = False
+                call.key_source = KeySource.LOOSE.value
 
     def take_due(self) -> list[tuple[str, list[Item]]]:
         """Remove the conversations whose window has closed, to ``apply`` them."""
         return self.window.due(self._clock())
 
     def take_all(self) -> list[tuple[str, list[Item]]]:
-        """Remove everything held (shutdown), to ``apply`` it."""
-        return self.window.drain()
+        """Remove everything held (shutdown), to ``apply`` it; the calls the inference
+        holds for their next call come last (``CallInference.flush``)."""
+        return self.window.drain() + self.calls.flush()
 
     def step(self) -> list[Applied]:
         """Apply every conversation whose window has closed."""
@@ -288,8 +309,27 @@ class ConversationState:
             if len(items) > 1:
                 items.sort(key=Item.sort_key)
             analyzer = self.registry.get(conversation_id)
-            self._apply_group(analyzer, items, applied)
+            self._apply_group(analyzer, self._expanded(conversation_id, items), applied)
         return applied
+
+    def _expanded(self, conversation_id: str, items: list[Item]) -> list[Item]:
+        """The items with other instrumentations' calls read by ``otlp.inferred`` (a new
+        list: the group's own list is what the pipeline counts its batches by)."""
+        if not any(item.call is not None for item in items):
+            return items
+        out: list[Item] = []
+        for item in items:
+            if item.call is None or item.expanded:
+                out.append(item)
+                continue
+            if not self._recent.add(item.dedupe_key):
+                self._skip(item, ProcessorReason.DUPLICATE)
+                continue
+            expanded = self.calls.expand(conversation_id, item)
+            if not expanded:
+                self._skip(item, ProcessorReason.DUPLICATE)  # the same call, traced twice
+            out += expanded
+        return out
 
     def _apply_group(
         self, analyzer: ConversationAnalyzer, items: list[Item], applied: list[Applied]
@@ -302,7 +342,7 @@ class ConversationState:
         base = self._bases.peek(conversation_id) or 0
         marked = False
         for item in items:
-            if not remember(item.dedupe_key):
+            if item.call is None and not remember(item.dedupe_key):
                 self._skip(item, ProcessorReason.DUPLICATE)
                 continue
             if item.kind is ItemKind.COMPACTION:
@@ -336,6 +376,9 @@ class ConversationState:
                 continue
             if turn_index is not None:
                 mark, mark_ns, marked = turn_index, item.time_ns, True
+            if analysis.settled is not None and analysis.settled.findings:
+                settled = self.calls.annotate(analysis.settled)
+                analysis = dataclasses.replace(analysis, settled=settled)
             applied.append(Applied(item, turn=analysis))
         if marked:
             self._mark(conversation_id, mark, mark_ns)
@@ -364,7 +407,12 @@ class ConversationState:
                 # The agent's phase at the moment of the compaction (reported since
                 # the last turn): the boundary rule judges against it.
                 analyzer.report_phase(item.phase)
-            return Applied(item, compaction=analyzer.observe_compaction(item.compaction))
+            analysis = self.calls.annotate(analyzer.observe_compaction(item.compaction))
+            if analysis is not None and analysis.settled is not None:
+                analysis = dataclasses.replace(
+                    analysis, settled=self.calls.annotate(analysis.settled)
+                )
+            return Applied(item, compaction=analysis)
         except Exception:  # one bad item must not stop the pipeline
             logger.exception("analysis failed for a span of %s", item.conversation_id)
             self._skip(item, ProcessorReason.ANALYSIS_ERROR)

@@ -10,11 +10,12 @@ attribute sets at start-up, so ``increase()`` sees the first event.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
@@ -23,6 +24,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from otel_compaction import semconv as sc
 from otel_compaction.emit.metrics import CompactionMetrics, create_gauge, create_instrument
 from otel_compaction.otlp.decode import Signal
+from otel_compaction.otlp.dialects import unread_spans
 from otel_compaction.semconv import ProcessorReason, SnapshotReason
 
 TRANSPORTS = ("grpc", "http")
@@ -87,6 +89,7 @@ class ProcessorMetrics:
         self._queue = create_gauge(meter, sc.METRIC_PROCESSOR_QUEUE, queue_size)
         self._discarded = create_instrument(meter, sc.METRIC_PROCESSOR_SNAPSHOT_DISCARDED)
         self._write_errors = create_instrument(meter, sc.METRIC_PROCESSOR_SNAPSHOT_WRITE_ERRORS)
+        self._unread = _unread_spans_counter(meter)
         self._prime()
 
     def _prime(self) -> None:
@@ -143,6 +146,22 @@ class ProcessorMetrics:
     def shutdown(self) -> None:
         """Flush the OTLP exporter (if any) and stop the readers."""
         self.provider.shutdown()
+
+
+def _unread_spans_counter(meter: Any) -> Any:
+    """Other instrumentations' inference spans the reading could not use, by dialect: the
+    counts ``otlp.dialects`` keeps (every dialect reported, at 0 until one comes)."""
+    spec = sc.METRIC_PROCESSOR_UNREAD_SPANS
+
+    def callback(_options: CallbackOptions) -> Iterable[Observation]:
+        counts = unread_spans()
+        return [
+            Observation(counts.get(d.value, 0), {sc.PROCESSOR_DIALECT: d.value}) for d in sc.Dialect
+        ]
+
+    return meter.create_observable_counter(
+        spec.name, callbacks=[callback], unit=spec.unit, description=spec.description
+    )
 
 
 def _otlp_reader(endpoint: str, interval: float) -> MetricReader:

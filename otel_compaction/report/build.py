@@ -264,7 +264,9 @@ class _Run:
         windows = self.settings.model_windows
         for request in read_otlp_requests(path, self.diagnostics, self.progress):
             names = [_service_name(rs) for rs in request.resource_spans]
-            for item in spans_to_items(request, windows):
+            read = list(spans_to_items(request, windows))
+            self.otlp.place(read)  # calls no key holds get their conversation first
+            for item in read:
                 agent = names[item.position[0]] if item.position is not None else None
                 self.builder.announce(
                     ConversationInfo(item.conversation_id, agent=agent, source=str(path))

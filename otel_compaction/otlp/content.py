@@ -1,0 +1,226 @@
+"""What captured content says about a call, in every dialect's form; LiteLLM's raw spans.
+
+Read by :mod:`~otel_compaction.otlp.dialects` for a span whose content was captured
+(``gen_ai.input.messages`` and friends, OpenLLMetry's older ``gen_ai.prompt.N.*``,
+OpenInference's ``llm.input_messages.N.message.*``) and for LiteLLM's
+``raw_gen_ai_request`` spans (the provider's request and response as Python ``repr``
+text). Nothing is parsed past :data:`MAX_CONTENT_CHARS`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import zlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from otel_compaction import semconv as sc
+from otel_compaction.otlp.values import str_of, word_of
+
+if TYPE_CHECKING:
+    from otel_compaction.otlp.dialects import CallFacts
+
+MAX_CONTENT_CHARS = 1_000_000
+"""Content attributes longer than this are not parsed (their size alone says nothing)."""
+
+
+def read_content(attrs: Mapping[str, bytes], facts: CallFacts) -> None:
+    """Fill the facts that only captured content gives (nothing when none was captured)."""
+    messages = _messages(attrs)
+    # None when nothing says: the official instrumentation records no tool definitions.
+    facts.tools_offered = _tools_offered(attrs)
+    if messages is None:
+        return
+    instructions = str_of(attrs.get(sc.GEN_AI_SYSTEM_INSTRUCTIONS))
+    _fill_content(facts, messages, instructions)
+    facts.output_text = _output_text(attrs)
+    if any(kind == "compaction" for kind in _part_types(attrs)):
+        facts.compacted = True
+
+
+def _fill_content(
+    facts: CallFacts, messages: list[tuple[str, str]], instructions: str | None = None
+) -> None:
+    """System prompt, task, last user message and message count from (role, text) pairs."""
+    system = [text for role, text in messages if role in ("system", "developer")]
+    if instructions:
+        system.insert(0, instructions)
+    rest = [(role, text) for role, text in messages if role not in ("system", "developer")]
+    facts.system_key = _hash("\n".join(system))
+    users = [text for role, text in rest if role == "user"]
+    facts.task_key = _hash(users[0][:2000]) if users else None
+    facts.last_user = users[-1][:4000] if users else None
+    facts.message_count = len(rest)
+
+
+def _hash(text: str) -> int:
+    return zlib.crc32(text.encode("utf-8", "replace"))
+
+
+def json_value(raw: bytes | None) -> Any:
+    """A JSON attribute's value, or None (not a string, too long, not JSON)."""
+    text = str_of(raw)
+    if text is None or len(text) > MAX_CONTENT_CHARS:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _messages(attrs: Mapping[str, bytes]) -> list[tuple[str, str]] | None:
+    """(role, text) of each input message, from whichever form the dialect used."""
+    parsed = json_value(attrs.get(sc.GEN_AI_INPUT_MESSAGES))
+    if isinstance(parsed, list):
+        return [_message(m) for m in parsed if isinstance(m, dict)]
+    for prefix, role_key, content_key in (
+        (sc.OPENINFERENCE_INPUT_MESSAGES, "message.role", "message.content"),
+        (sc.GEN_AI_PROMPT_PREFIX, "role", "content"),
+    ):
+        indexed = _indexed(attrs, prefix, role_key, content_key)
+        if indexed is not None:
+            return indexed
+    return None
+
+
+def _message(message: Mapping[str, Any]) -> tuple[str, str]:
+    role = str(message.get("role") or "")
+    parts = message.get("parts")
+    if isinstance(parts, list):
+        return role, "\n".join(_part_text(p) for p in parts if isinstance(p, dict))
+    content = message.get("content")
+    return role, content if isinstance(content, str) else json.dumps(content, default=str)
+
+
+def _part_text(part: Mapping[str, Any]) -> str:
+    for key in ("content", "response", "result", "arguments"):
+        value = part.get(key)
+        if value is not None:
+            return value if isinstance(value, str) else json.dumps(value, default=str)
+    return ""
+
+
+def _indexed(
+    attrs: Mapping[str, bytes], prefix: str, role_key: str, content_key: str
+) -> list[tuple[str, str]] | None:
+    out: list[tuple[str, str]] = []
+    for i in range(10_000):
+        role = str_of(attrs.get(f"{prefix}{i}.{role_key}"))
+        if role is None:
+            break
+        out.append((role, str_of(attrs.get(f"{prefix}{i}.{content_key}")) or ""))
+    return out or None
+
+
+def _tools_offered(attrs: Mapping[str, bytes]) -> bool | None:
+    """True when the request's tool definitions were recorded; None when nothing says."""
+    definitions = json_value(attrs.get(sc.GEN_AI_TOOL_DEFINITIONS))
+    if isinstance(definitions, list):
+        return bool(definitions)
+    for key in (sc.OPENINFERENCE_TOOL_PREFIX + "0.tool.json_schema", sc.LLM_FUNCTIONS_PREFIX):
+        if key in attrs:
+            return True
+    return None
+
+
+def _output_text(attrs: Mapping[str, bytes]) -> str | None:
+    parsed = json_value(attrs.get(sc.GEN_AI_OUTPUT_MESSAGES))
+    if isinstance(parsed, list):
+        texts = [_message(m)[1] for m in parsed if isinstance(m, dict)]
+        return "\n".join(texts) or None
+    for key in (sc.OPENINFERENCE_OUTPUT_CONTENT, sc.GEN_AI_COMPLETION_CONTENT):
+        text = str_of(attrs.get(key))
+        if text is not None:
+            return text
+    return None
+
+
+def _part_types(attrs: Mapping[str, bytes]) -> list[str]:
+    out: list[str] = []
+    for key in (sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES):
+        parsed = json_value(attrs.get(key))
+        if not isinstance(parsed, list):
+            continue
+        for message in parsed:
+            parts = message.get("parts") if isinstance(message, dict) else None
+            if isinstance(parts, list):
+                out += [str(p.get("type")) for p in parts if isinstance(p, dict)]
+    return out
+
+
+# ----------------------------------------------------------------------- LiteLLM
+
+_USAGE_FIGURE = re.compile(r"'(prompt_tokens|input_tokens|cache_read_input_tokens|"
+                           r"cache_creation_input_tokens|cached_tokens)': (\d+)")  # fmt: skip
+_FINISH = re.compile(r"'finish_reason': '(\w+)'")
+
+
+def litellm_primary_spans(view: Any) -> set[bytes]:
+    """The ids of LiteLLM's own call spans (``litellm_request``) in a request's view."""
+    return {
+        span.span_id
+        for rs in view.resource_spans
+        for ss in rs.scope_spans
+        for span in ss.spans
+        if span.name == sc.LITELLM_REQUEST_SPAN
+    }
+
+
+def _raw_prefix(attrs: Mapping[str, bytes]) -> str | None:
+    """``llm.<provider>.`` of a LiteLLM ``raw_gen_ai_request`` span (its usage's key)."""
+    for key in attrs:
+        if key.startswith("llm.") and key.endswith(".usage"):
+            return key[: -len("usage")]
+    return None
+
+
+def raw_request_tokens(attrs: Mapping[str, bytes]) -> int | None:
+    """The context of a LiteLLM ``raw_gen_ai_request`` span, from the provider's usage as
+    LiteLLM wrote it (a Python ``repr`` of the usage object): OpenAI's ``prompt_tokens``
+    (cache included), or Anthropic's ``input_tokens`` plus its cache figures."""
+    prefix = _raw_prefix(attrs)
+    text = str_of(attrs.get(f"{prefix}usage")) if prefix else None
+    if text is None:
+        return None
+    figures = {name: int(value) for name, value in _USAGE_FIGURE.findall(text[:4096])}
+    if "prompt_tokens" in figures:
+        return figures["prompt_tokens"]
+    if "input_tokens" in figures:
+        cache = ("cache_read_input_tokens", "cache_creation_input_tokens")
+        return figures["input_tokens"] + sum(figures.get(k, 0) for k in cache)
+    return None
+
+
+def read_raw_request(attrs: Mapping[str, bytes], facts: CallFacts) -> None:
+    """A LiteLLM ``raw_gen_ai_request`` span's facts (the provider's request and response,
+    as Python ``repr`` text): response id, finish reason, model, tools, messages, reply."""
+    prefix = _raw_prefix(attrs) or "llm."
+    facts.dialect = sc.Dialect.LITELLM.value
+    facts.response_id = facts.response_id or str_of(attrs.get(f"{prefix}id"))
+    facts.model = facts.model or word_of(attrs.get(f"{prefix}model"))
+    choices = str_of(attrs.get(f"{prefix}choices")) or ""
+    finish = _FINISH.search(choices[:4096])
+    if finish is not None:
+        facts.finish = finish.group(1).lower()
+    if f"{prefix}tools" in attrs:
+        facts.tools_offered = True
+    messages = _literal(attrs.get(f"{prefix}messages"))
+    if isinstance(messages, list):
+        _fill_content(facts, [_message(m) for m in messages if isinstance(m, dict)])
+    replies = _literal(attrs.get(f"{prefix}choices"))
+    if isinstance(replies, list) and replies and isinstance(replies[0], dict):
+        message = replies[0].get("message")
+        if isinstance(message, dict) and isinstance(message.get("content"), str):
+            facts.output_text = message["content"]
+
+
+def _literal(raw: bytes | None) -> Any:
+    text = str_of(raw)
+    if text is None or len(text) > MAX_CONTENT_CHARS:
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
