@@ -215,6 +215,7 @@ class InferenceCall:
             tool_output_tokens=tuple([tokens_for_chars(c) for f in new for c in f.tool_results]),
             tool_calls=tuple(response.tool_calls) if response else (),
             tool_arguments=tuple(response.tool_arguments) if response else (),
+            window=self._framework_window(),
         )
         turn = analyzer.observe_turn(observation)
         if turn.settled is not None:
@@ -222,6 +223,11 @@ class InferenceCall:
         if self.framework is not None:
             self.framework.mark_observed()
         return turn, observation
+
+    def _framework_window(self) -> int | None:
+        """The window the framework was configured with, when it gave a usable one."""
+        window = self.framework.window if self.framework is not None else None
+        return window if isinstance(window, int) and window > 0 else None
 
     # ------------------------------------------------------------ telemetry
 

@@ -12,7 +12,10 @@ for the duration of the chat-model run; the SDK layer reads it with
   a second time;
 - when ``internal`` is true (a summarizer call inside a compaction), emits its
   inference span but feeds no turn to the conversation: the call is the cost of
-  a compaction, not a step of the agent.
+  a compaction, not a step of the agent;
+- when ``window`` is given (the framework was configured with its own context
+  window: strands ``context_window_limit``, LiteLLM's model info, pydantic-ai's
+  model settings), reads the call's pressure against it instead of the model's.
 
 It sits beside the SDK layer, not in the ``langchain`` package, and imports
 nothing, so both layers import it (the handler to open a call, ``_scope`` to read
@@ -38,12 +41,16 @@ class FrameworkCall:
             ``thread_id``), so it may also become ``gen_ai.conversation.id``.
         internal: a middleware-internal call (the summarizer of a compaction).
         framework: the framework's name, for logs.
+        window: the context window the framework was configured with, in tokens
+            (None: the model's, from the window table): the one the call's pressure
+            and its compactions' fractions are read against.
     """
 
     conversation_id: str
     id_given: bool = False
     internal: bool = False
     framework: str = "langchain"
+    window: int | None = None
     sdk_turns: int = 0
     closed: bool = False
     outer: FrameworkCall | None = field(default=None, repr=False)
