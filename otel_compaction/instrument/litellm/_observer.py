@@ -41,7 +41,13 @@ from otel_compaction.instrument._begin import begin
 from otel_compaction.instrument._call import InferenceCall
 from otel_compaction.instrument._framework import FrameworkCall, enter_call, exit_call
 from otel_compaction.instrument._runtime import Runtime
-from otel_compaction.instrument.litellm._read import LiteLLMApi, configured_window, is_summarizer
+from otel_compaction.instrument.litellm._read import (
+    Ephemeral,
+    LiteLLMApi,
+    as_kept,
+    configured_window,
+    is_summarizer,
+)
 from otel_compaction.model import SummarizerCost
 
 FRAMEWORK = "litellm"
@@ -52,6 +58,44 @@ ORDER_WAIT_S = 1.0
 (LiteLLM runs the next call's success as soon as it returns; the pool may run two at once)."""
 
 WindowOf = Callable[[Mapping[str, Any]], int | None]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHint:
+    """What a framework hook knows of the LiteLLM call it is about to make.
+
+    Args:
+        ephemeral: what the request holds for this once (see ``Ephemeral``).
+        conversation: the conversation the framework's agent continues (an aider coder
+            made from another one), or None to infer it.
+        remember: called with the conversation the call was placed in.
+    """
+
+    ephemeral: Ephemeral | None = None
+    conversation: str | None = None
+    remember: Callable[[str], None] | None = None
+
+
+_HINT: contextvars.ContextVar[RequestHint | None] = contextvars.ContextVar(
+    "otel_compaction_litellm_hint", default=None
+)
+
+
+def note_request(hint: RequestHint) -> None:
+    """Tell the next LiteLLM call in this context what the framework knows of it (a
+    framework hook calls it just before the framework calls LiteLLM)."""
+    _HINT.set(hint)
+
+
+def _take_hint() -> RequestHint:
+    hint = _HINT.get()
+    if hint is None:
+        return _NO_HINT
+    _HINT.set(None)
+    return hint
+
+
+_NO_HINT = RequestHint()
 
 
 class LiteLLMCallFailed(Exception):
@@ -66,6 +110,15 @@ class _InFlight:
     previous: threading.Event | None
     started: float = field(default_factory=time.monotonic)
     done: threading.Event = field(default_factory=threading.Event)
+
+
+def _kept(details: Mapping[str, Any], ephemeral: Ephemeral | None) -> dict[str, Any]:
+    """The call details, their messages as the framework keeps them (see ``Ephemeral``)."""
+    copy = dict(details)
+    messages = copy.get("messages")
+    if ephemeral is not None and isinstance(messages, list | tuple):
+        copy["messages"] = as_kept(messages, ephemeral)
+    return copy
 
 
 class LiteLLMObserver:
@@ -100,21 +153,26 @@ class LiteLLMObserver:
             with self._lock:
                 if call_id in self._calls:
                     return  # the pre-call of a retry: the call is already running
-            framework = self._scope(details)
+            hint = _take_hint()
+            framework = self._scope(details, hint.conversation)
             token = enter_call(framework)
-            call = begin(self.runtime, self._api, None, dict(details))
+            call = begin(self.runtime, self._api, None, _kept(details, hint.ephemeral))
             if call is None:
                 exit_call(framework, token)
                 return
             self._track(call_id, _InFlight(call, framework, token, None))
+            if hint.remember is not None and call.conversation is not None:
+                hint.remember(call.conversation.id)
 
-    def _scope(self, details: Mapping[str, Any]) -> FrameworkCall:
+    def _scope(self, details: Mapping[str, Any], continued: str | None) -> FrameworkCall:
         """The call's framework scope: inside a framework run (LangChain's, aider's
-        summarizer) its conversation and role; a summarizer's call (by its metadata)
+        summarizer) its conversation and role; the conversation a framework hook says
+        the agent continues (``continued``); a summarizer's call (by its metadata)
         belongs to the conversation last seen in this context."""
         outer = scope.framework_call()
         internal = is_summarizer(details) or (outer is not None and outer.internal)
         conversation = outer.conversation_id if outer is not None else ""
+        conversation = conversation or continued or ""
         if internal and not conversation:
             conversation = scope.last_conversation() or ""
         if outer is not None and not outer.internal:

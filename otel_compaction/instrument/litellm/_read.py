@@ -17,7 +17,8 @@ pydantic objects LiteLLM returns.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -200,3 +201,31 @@ def _usage(info: ResponseInfo, usage: Any) -> None:
         if written is None:
             written = int_or_none(field_of(details, "cache_write_tokens"))
         info.cache_write_tokens = written if written is not None else info.cache_write_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Ephemeral:
+    """What a framework lays out afresh in each request and never keeps in its history
+    (aider's file contents, repository map and reminders): left out of the history the
+    conversation is tracked by, so the next request, laid out anew, is no rewrite.
+
+    Args:
+        rendered: contents of the messages rendered for this request only.
+        suffixed: the last message's content as sent, and as the history keeps it (a
+            reminder appended to it for this request).
+    """
+
+    rendered: frozenset[str] = frozenset()
+    suffixed: tuple[str, str] | None = None
+
+
+def as_kept(messages: Sequence[Any], ephemeral: Ephemeral) -> list[Any]:
+    """``messages`` as the framework's history holds them (see :class:`Ephemeral`)."""
+    rendered = ephemeral.rendered
+    kept = [m for m in messages if not (rendered and field_of(m, "content") in rendered)]
+    if ephemeral.suffixed is not None and kept:
+        sent, original = ephemeral.suffixed
+        last = kept[-1]
+        if isinstance(last, Mapping) and last.get("content") == sent:
+            kept[-1] = {**last, "content": original}
+    return kept
