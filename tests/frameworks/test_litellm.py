@@ -153,3 +153,16 @@ def test_uninstrument_removes_the_callback() -> None:
     report = run(provider="anthropic", mode="sync", stream=False)
     assert report["callbacks_while_on"] == 1
     assert report["callbacks_after"] == 0
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_litellm_own_otel_logger_enriches_our_span(mode: str) -> None:
+    """With ``callbacks=["otel"]`` too, each call is still one inference span: LiteLLM's
+    logger writes its attributes onto ours and opens no ``litellm_request`` span."""
+    report = run(provider="openai", mode=mode, stream=mode == "async", otel_callback=True, steps=6)
+    names = [s["name"] for s in report["spans"]]
+    assert "litellm_request" not in names
+    spans = chats(report)
+    assert len(spans) == report["requests"] == 6
+    assert all("gen_ai.cost.total_cost" in s["attributes"] for s in spans)
+    assert [s["attributes"]["compaction.turn.index"] for s in spans] == [1, 2, 3, 4, 5, 6]

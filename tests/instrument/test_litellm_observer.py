@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from openai.types.chat import ChatCompletion
+from opentelemetry import trace
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
 from otel_compaction import semconv as sc
@@ -394,3 +395,20 @@ def test_as_kept_takes_off_what_was_rendered_for_one_request() -> None:
     assert kept == [SYSTEM, TASK, {"role": "user", "content": "Question"}]
     assert _read.as_kept([SYSTEM, TASK], ephemeral) == [SYSTEM, TASK]
     assert _scope.framework_call() is None
+
+
+def test_the_span_is_current_for_litellm_own_logger_until_the_call_ends(
+    observer: LiteLLMObserver,
+) -> None:
+    """``share`` makes the call's span current in the success callbacks' context (LiteLLM's
+    OpenTelemetry logger writes onto it); ``success`` ends it and takes it out again."""
+    info = details("c1", [SYSTEM, TASK])
+    observer.pre_call(info)
+    observer.post_call(info)
+    observer.share(info)
+    observer.share({"litellm_call_id": None})
+    current = trace.get_current_span()
+    assert current.is_recording()
+    observer.success(info, completion("ok", 10), ordered=False)
+    assert not current.is_recording()
+    assert trace.get_current_span() is not current

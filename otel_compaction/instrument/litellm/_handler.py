@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -43,6 +44,7 @@ class CompactionLiteLLMCallback(CustomLogger):  # type: ignore[misc]
     def __init__(self, observer: LiteLLMObserver) -> None:
         super().__init__()
         self.observer = observer
+        self.opener = _SpanOpener(observer)
 
     def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any) -> None:
         """Before the provider's request, in the caller's context."""
@@ -118,10 +120,86 @@ _lock = threading.Lock()
 _installed: CompactionLiteLLMCallback | None = None
 
 
+OTEL_LOGGER_MODULE = "litellm.integrations.opentelemetry"
+
+
+class _SpanOpener(CustomLogger):  # type: ignore[misc]
+    """Makes a call's inference span the current span for the success callbacks behind it.
+
+    LiteLLM's own OpenTelemetry logger writes a call's attributes onto the current span
+    when there is one, and opens a ``litellm_request`` span only when there is none.
+    Placed in front of that logger (and our callback behind it), this makes our span the
+    current one in the context LiteLLM runs a call's success callbacks in: one span per
+    call, with LiteLLM's attributes added to ours. Our callback ends the span and takes
+    it out of that context again.
+    """
+
+    def __init__(self, observer: LiteLLMObserver) -> None:
+        super().__init__()
+        self.observer = observer
+
+    def log_success_event(
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
+        """Before LiteLLM's logger, in its context: our span becomes current there."""
+        if isinstance(kwargs, Mapping):
+            self.observer.share(kwargs)
+
+    async def async_log_success_event(
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
+        """The same for an async call, on the event loop."""
+        if isinstance(kwargs, Mapping):
+            self.observer.share(kwargs)
+
+
+def _otel_loggers() -> list[Any]:
+    """LiteLLM's own OpenTelemetry loggers among its callbacks, if any."""
+    module = sys.modules.get(OTEL_LOGGER_MODULE)
+    kind = getattr(module, "OpenTelemetry", None) if module is not None else None
+    if not isinstance(kind, type):
+        return []
+    found = [
+        *getattr(litellm, "success_callback", []),
+        *getattr(litellm, "_async_success_callback", []),
+    ]
+    return [c for c in found if isinstance(c, kind)]
+
+
+def order_around_otel(details: Mapping[str, Any], span: Any) -> None:
+    """Where LiteLLM's own OpenTelemetry logger runs too (``callbacks=["otel"]``): the
+    opener goes in front of it, our callback behind it, in each success list."""
+    del details, span
+    callback = _installed
+    loggers = _otel_loggers()
+    if callback is None or not loggers:
+        return
+    for name in ("success_callback", "_async_success_callback"):
+        found = getattr(litellm, name, None)
+        if isinstance(found, list) and any(logger in found for logger in loggers):
+            _place(found, callback, loggers)
+
+
+def _place(found: list[Any], callback: CompactionLiteLLMCallback, loggers: list[Any]) -> None:
+    first = min(found.index(logger) for logger in loggers if logger in found)
+    opener = callback.opener
+    if opener not in found[:first]:
+        if opener in found:
+            found.remove(opener)
+            first = min(found.index(logger) for logger in loggers if logger in found)
+        found.insert(first, opener)
+    last = max(found.index(logger) for logger in loggers if logger in found)
+    if callback not in found[last:]:
+        if callback in found:
+            found.remove(callback)
+        found.append(callback)
+
+
 def install(runtime: Runtime) -> CompactionLiteLLMCallback:
     """Register a callback on ``runtime`` in ``litellm.callbacks`` (replacing ours)."""
     global _installed
-    callback = CompactionLiteLLMCallback(LiteLLMObserver(runtime, window_of=window_of(runtime)))
+    observer = LiteLLMObserver(runtime, window_of=window_of(runtime), on_started=order_around_otel)
+    callback = CompactionLiteLLMCallback(observer)
     with _lock:
         _remove_locked()
         litellm.callbacks.append(callback)
@@ -149,4 +227,4 @@ def _remove_locked() -> None:
     for name in _CALLBACK_LISTS:
         found = getattr(litellm, name, None)
         if isinstance(found, list):
-            found[:] = [c for c in found if c is not callback]
+            found[:] = [c for c in found if c is not callback and c is not callback.opener]

@@ -32,7 +32,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry import context as otel_context
+from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+from opentelemetry.trace import Span
 
 from otel_compaction._bounded import BoundedMap
 from otel_compaction.instrument import _scope as scope
@@ -58,6 +61,7 @@ ORDER_WAIT_S = 1.0
 (LiteLLM runs the next call's success as soon as it returns; the pool may run two at once)."""
 
 WindowOf = Callable[[Mapping[str, Any]], int | None]
+Started = Callable[[Mapping[str, Any], Span], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +114,8 @@ class _InFlight:
     previous: threading.Event | None
     started: float = field(default_factory=time.monotonic)
     done: threading.Event = field(default_factory=threading.Event)
+    shared: object | None = None
+    """The OTel context token of the span made current for LiteLLM's own logger."""
 
 
 def _kept(details: Mapping[str, Any], ephemeral: Ephemeral | None) -> dict[str, Any]:
@@ -128,13 +134,23 @@ class LiteLLMObserver:
         runtime: the instrumentation's runtime (shared with the SDK wrappers).
         window_of: the context window a call was configured with (its ``model_info``,
             LiteLLM's model table), or None for the window table's.
+        on_started: called in the caller's context with the call details and the
+            call's inference span once it is started (the callback hands the span to
+            LiteLLM's own OpenTelemetry logger).
     """
 
-    def __init__(self, runtime: Runtime, *, window_of: WindowOf = configured_window) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        window_of: WindowOf = configured_window,
+        on_started: Started | None = None,
+    ) -> None:
         self.runtime = runtime
         self.enabled = True
         self._api = LiteLLMApi()
         self._window_of = window_of
+        self._on_started = on_started
         self._lock = threading.Lock()
         self._calls: BoundedMap[str, _InFlight] = BoundedMap(IN_FLIGHT)
         self._last: BoundedMap[str, threading.Event] = BoundedMap(IN_FLIGHT)
@@ -163,6 +179,8 @@ class LiteLLMObserver:
             self._track(call_id, _InFlight(call, framework, token, None))
             if hint.remember is not None and call.conversation is not None:
                 hint.remember(call.conversation.id)
+            if self._on_started is not None:
+                self._on_started(details, call.span)
 
     def _scope(self, details: Mapping[str, Any], continued: str | None) -> FrameworkCall:
         """The call's framework scope: inside a framework run (LangChain's, aider's
@@ -212,6 +230,19 @@ class LiteLLMObserver:
 
     # ------------------------------------------------------------ any thread
 
+    def share(self, details: Mapping[str, Any]) -> None:
+        """Make the call's span current in this context (LiteLLM's success callbacks'),
+        for LiteLLM's own OpenTelemetry logger behind us to write onto; ``success``
+        takes it out again."""
+        call_id = details.get("litellm_call_id")
+        if not isinstance(call_id, str):
+            return
+        with self.runtime.guard.stage("context"):
+            with self._lock:
+                record = self._calls.peek(call_id)
+            if record is not None and record.shared is None and record.call.owns_span:
+                record.shared = otel_context.attach(trace.set_span_in_context(record.call.span))
+
     def success(self, details: Mapping[str, Any], response: Any, *, ordered: bool) -> None:
         """Finish the call with its response (a stream's assembled one).
 
@@ -234,6 +265,9 @@ class LiteLLMObserver:
                     self._summarizer_cost(record, info)
         finally:
             record.done.set()
+            if record.shared is not None:
+                with self.runtime.guard.stage("context"):
+                    otel_context.detach(record.shared)  # type: ignore[arg-type]
 
     def failure(self, details: Mapping[str, Any]) -> None:
         """Finish a failed call (its exception, as LiteLLM reports it, names the error)."""

@@ -11,7 +11,8 @@ goes on with ``[system, task, summary, *recent]``.
 
 Options: ``provider`` (anthropic | openai), ``mode`` (sync | async), ``stream``,
 ``api`` (chat | responses), ``instrument``, ``steps``, ``fault`` (make our
-instrumentation raise everywhere it can), ``metadata`` (condenser | none).
+instrumentation raise everywhere it can), ``metadata`` (condenser | none),
+``otel_callback`` (LiteLLM's own OpenTelemetry logger on too).
 """
 
 from __future__ import annotations
@@ -234,6 +235,12 @@ def main() -> None:
     if opts.get("fault"):
         break_everything()
     import litellm
+
+    if opts.get("otel_callback"):  # LiteLLM's own OpenTelemetry logger, on the same provider
+        from opentelemetry import trace
+
+        trace.set_tracer_provider(telemetry.tracer_provider)
+        litellm.callbacks.append("otel")
 
     provider = opts.get("provider", "anthropic")
     model = "anthropic/claude-sonnet-4-5" if provider == "anthropic" else "openai/gpt-4o"
