@@ -23,7 +23,7 @@ from otel_compaction import conversation
 from otel_compaction.config import Settings
 from otel_compaction.instrument import _scope
 from otel_compaction.instrument._runtime import Runtime
-from otel_compaction.instrument.litellm import _aider, _observer, install_when_imported, uninstall
+from otel_compaction.instrument.litellm import _aider, _hint, install_when_imported, uninstall
 
 
 @dataclass
@@ -122,7 +122,7 @@ def test_a_laid_out_request_tells_the_next_call_what_is_rendered_for_it(hooked: 
     the suffixed question; a coder made from another continues its conversation."""
     coder = Coder()
     chunks = coder.format_chat_chunks()
-    hint = _observer._take_hint()
+    hint = _hint.take_hint()
     assert isinstance(chunks, Chunks)
     assert hint.ephemeral is not None
     assert hint.ephemeral.rendered == frozenset({"notes.md: ...", "R"})
@@ -131,8 +131,8 @@ def test_a_laid_out_request_tells_the_next_call_what_is_rendered_for_it(hooked: 
     hint.remember("conv-1")
     successor = Coder.create(from_coder=coder)
     successor.format_chat_chunks()
-    assert _observer._take_hint().conversation == "conv-1"
-    assert _observer._take_hint() is _observer._NO_HINT
+    assert _hint.take_hint().conversation == "conv-1"
+    assert _hint.take_hint() is _hint._NO_HINT
 
 
 def test_uninstall_restores_the_methods(hooked: Runtime) -> None:

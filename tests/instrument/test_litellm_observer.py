@@ -23,8 +23,9 @@ from otel_compaction.config import Settings
 from otel_compaction.instrument import _scope, _wrappers
 from otel_compaction.instrument._framework import FrameworkCall, enter_call, exit_call
 from otel_compaction.instrument._runtime import Runtime
-from otel_compaction.instrument.litellm import _observer, _read
-from otel_compaction.instrument.litellm._observer import LiteLLMObserver, RequestHint
+from otel_compaction.instrument.litellm import _hint, _read
+from otel_compaction.instrument.litellm._hint import RequestHint
+from otel_compaction.instrument.litellm._observer import LiteLLMObserver
 from otel_compaction.instrument.litellm._read import Ephemeral, LiteLLMApi
 from otel_compaction.testing import Capture, capture_telemetry
 
@@ -293,12 +294,10 @@ def test_a_framework_hint_continues_its_conversation_and_learns_it(
     """A hook's hint places the call in the conversation it names, takes its one-request
     messages out of the tracked history, and is told where the call went."""
     placed: list[str] = []
-    _observer.note_request(RequestHint(conversation="conv-9", remember=placed.append))
+    _hint.note_request(RequestHint(conversation="conv-9", remember=placed.append))
     run_call(observer, "c1", [SYSTEM, TASK], completion("ok", 10))
     reminder = {"role": "system", "content": "Reply in English."}
-    _observer.note_request(
-        RequestHint(ephemeral=Ephemeral(rendered=frozenset({reminder["content"]})))
-    )
+    _hint.note_request(RequestHint(ephemeral=Ephemeral(rendered=frozenset({reminder["content"]}))))
     run_call(
         observer,
         "c2",

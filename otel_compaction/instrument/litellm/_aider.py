@@ -48,7 +48,7 @@ from otel_compaction.instrument import _scope as scope
 from otel_compaction.instrument._framework import FrameworkCall, enter_call, exit_call
 from otel_compaction.instrument._guard import Guard
 from otel_compaction.instrument._runtime import Runtime
-from otel_compaction.instrument.litellm._observer import RequestHint, note_request
+from otel_compaction.instrument.litellm._hint import RequestHint, note_request
 from otel_compaction.instrument.litellm._read import Ephemeral
 
 __all__ = ["install", "summarizing", "uninstall"]

@@ -44,6 +44,7 @@ from otel_compaction.instrument._begin import begin
 from otel_compaction.instrument._call import InferenceCall
 from otel_compaction.instrument._framework import FrameworkCall, enter_call, exit_call
 from otel_compaction.instrument._runtime import Runtime
+from otel_compaction.instrument.litellm._hint import take_hint
 from otel_compaction.instrument.litellm._read import (
     Ephemeral,
     LiteLLMApi,
@@ -62,44 +63,6 @@ ORDER_WAIT_S = 1.0
 
 WindowOf = Callable[[Mapping[str, Any]], int | None]
 Started = Callable[[Mapping[str, Any], Span], None]
-
-
-@dataclass(frozen=True, slots=True)
-class RequestHint:
-    """What a framework hook knows of the LiteLLM call it is about to make.
-
-    Args:
-        ephemeral: what the request holds for this once (see ``Ephemeral``).
-        conversation: the conversation the framework's agent continues (an aider coder
-            made from another one), or None to infer it.
-        remember: called with the conversation the call was placed in.
-    """
-
-    ephemeral: Ephemeral | None = None
-    conversation: str | None = None
-    remember: Callable[[str], None] | None = None
-
-
-_HINT: contextvars.ContextVar[RequestHint | None] = contextvars.ContextVar(
-    "otel_compaction_litellm_hint", default=None
-)
-
-
-def note_request(hint: RequestHint) -> None:
-    """Tell the next LiteLLM call in this context what the framework knows of it (a
-    framework hook calls it just before the framework calls LiteLLM)."""
-    _HINT.set(hint)
-
-
-def _take_hint() -> RequestHint:
-    hint = _HINT.get()
-    if hint is None:
-        return _NO_HINT
-    _HINT.set(None)
-    return hint
-
-
-_NO_HINT = RequestHint()
 
 
 class LiteLLMCallFailed(Exception):
@@ -169,7 +132,7 @@ class LiteLLMObserver:
             with self._lock:
                 if call_id in self._calls:
                     return  # the pre-call of a retry: the call is already running
-            hint = _take_hint()
+            hint = take_hint()
             framework = self._scope(details, hint.conversation)
             token = enter_call(framework)
             call = begin(self.runtime, self._api, None, _kept(details, hint.ephemeral))

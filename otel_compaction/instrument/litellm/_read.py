@@ -93,8 +93,8 @@ def is_summarizer(details: Mapping[str, Any]) -> bool:
 
 def configured_window(details: Mapping[str, Any]) -> int | None:
     """The context window the call was configured with: ``model_info={"max_input_tokens":
-    N}`` (LiteLLM's per-deployment model info), else LiteLLM's own model table
-    (``litellm.get_model_info``, read by the caller and passed as ``lookup``)."""
+    N}`` in its params (LiteLLM's per-deployment model info), else None (the callback
+    then asks LiteLLM's own model table, ``_handler.window_of``)."""
     info = _mapping(_mapping(details.get("litellm_params")).get("model_info"))
     window = int_or_none(info.get("max_input_tokens"))
     return window if window else None
