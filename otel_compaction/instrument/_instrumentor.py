@@ -84,7 +84,8 @@ def _find_class(modules: tuple[str, ...], name: str) -> Any:
 
 
 class CompactionInstrumentor(BaseInstrumentor):  # type: ignore[misc]
-    """Compaction-aware GenAI instrumentation of the anthropic and openai clients.
+    """Compaction-aware GenAI instrumentation of the anthropic and openai clients, and of
+    LiteLLM, aider and LangChain once the application imports them.
 
     ``instrument()`` accepts, besides the usual ``tracer_provider`` and
     ``meter_provider``: ``settings`` (a :class:`~otel_compaction.Settings`;

@@ -166,3 +166,55 @@ def test_litellm_own_otel_logger_enriches_our_span(mode: str) -> None:
     assert len(spans) == report["requests"] == 6
     assert all("gen_ai.cost.total_cost" in s["attributes"] for s in spans)
     assert [s["attributes"]["compaction.turn.index"] for s in spans] == [1, 2, 3, 4, 5, 6]
+
+
+AUTO_AGENT = """
+import litellm
+from otel_compaction.testing.llm_api import FakeLLMAPI, Reply
+with FakeLLMAPI(default=Reply("hi")).serve() as base:
+    for n in (1, 2):
+        messages = [{"role": "user", "content": "go " * n}]
+        litellm.completion(
+            model="anthropic/claude-sonnet-4-5", messages=messages, api_base=base, api_key="k"
+        )
+        litellm.completion(
+            model="openai/gpt-4o", messages=messages, api_base=base + "/v1", api_key="k"
+        )
+"""
+
+
+def test_opentelemetry_instrument_sees_litellm_calls(tmp_path: Any) -> None:
+    """Under ``opentelemetry-instrument`` (our entry point, as an installed wheel declares
+    it), an unmodified LiteLLM script's calls are inference spans, one each."""
+    info = tmp_path / "otel_compaction-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: otel-compaction\nVersion: 0.1.0\n")
+    entry = "compaction = otel_compaction.instrument:CompactionInstrumentor"
+    (info / "entry_points.txt").write_text(f"[opentelemetry_instrumentor]\n{entry}\n")
+    python = framework_python("litellm")
+    env = run_env(
+        {
+            "PYTHONPATH": f"{tmp_path}:{ROOT}",
+            "OTEL_TRACES_EXPORTER": "console",
+            "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_LOGS_EXPORTER": "none",
+        }
+    )
+    done = subprocess.run(
+        [
+            str(python),
+            str(python.parent / "opentelemetry-instrument"),
+            str(python),
+            "-c",
+            AUTO_AGENT,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert done.stdout.count('"name": "chat claude-sonnet-4-5"') == 2
+    assert done.stdout.count('"name": "chat gpt-4o"') == 2
