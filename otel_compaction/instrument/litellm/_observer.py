@@ -223,7 +223,10 @@ class LiteLLMObserver:
             with self.runtime.guard.stage("response"):
                 info = self._api.response(final, record.call.request)
             record.call.finish(info)
-            if record.call.internal and info is not None:
+            # A call the SDK layer itself took for a summarizer's (``summarized``, where
+            # it reads summarizer calls from their request) has its cost counted there.
+            summarized = getattr(record.call, "summarized", False)
+            if record.call.internal and not summarized and info is not None:
                 with self.runtime.guard.stage("analysis"):
                     self._summarizer_cost(record, info)
         finally:
