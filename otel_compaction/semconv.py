@@ -187,6 +187,26 @@ class CompactionMode(StrEnum):
     SERVER = "server"
 
 
+# --------------------------------------------------------------------------- #
+# What the usage of a call that compacted counts (provider-side compaction sizes).
+# --------------------------------------------------------------------------- #
+
+COMPACTION_CALL_USAGE: Final = "compaction.call_usage"
+
+
+class CallUsage(StrEnum):
+    """What the usage of the call that made a provider-side compaction counts
+    (``compaction.call_usage``), and so which size it gives the compaction."""
+
+    BEFORE = "before"
+    """The call's input is the context it compacted (``responses.compact``): its input
+    tokens are the size before; the size after comes from the next call."""
+    UNKNOWN = "unknown"
+    """A call that compacted on its way (Responses ``context_management``): the vendor does
+    not say whether its input tokens count the context before or after the compaction, so
+    neither size is read from it; the size after comes from the next call."""
+
+
 class PhaseSource(StrEnum):
     """Where the phase of a turn came from (``compaction.phase.source``)."""
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from opentelemetry.util.types import AttributeValue
 
 from otel_compaction import semconv as sc
-from otel_compaction.semconv import CompactionMode
+from otel_compaction.semconv import CallUsage, CompactionMode
 
 
 def field_of(value: Any, name: str) -> Any:
@@ -195,6 +195,8 @@ class ServerCompaction:
     tokens_before: int | None = None
     tokens_after: int | None = None
     cleared: int | None = None
+    call_usage: CallUsage | None = None
+    """What the compacting call's own usage counts, when the provider leaves it open."""
 
 
 @dataclass(slots=True)

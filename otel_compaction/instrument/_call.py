@@ -28,7 +28,11 @@ from otel_compaction.inference.history import Placement
 from otel_compaction.inference.messages import fingerprint
 from otel_compaction.instrument import _scope as scope
 from otel_compaction.instrument._api import RequestInfo, ResponseInfo
-from otel_compaction.instrument._compactions import observe_compactions
+from otel_compaction.instrument._compactions import (
+    Deferred,
+    observe_compactions,
+    observe_deferred,
+)
 from otel_compaction.instrument._content import inference_content
 from otel_compaction.instrument._framework import FrameworkCall
 from otel_compaction.instrument._runtime import Runtime
@@ -152,12 +156,15 @@ class InferenceCall:
                 guard.failed("analysis")
             if analyzer is not None and response is not None:
                 self._reread(analyzer, response)
+            deferred: Sequence[Deferred] = ()
             if analyzer is not None and self._reveals_compactions(response):
-                observe_compactions(self, analyzer, response)
+                deferred = observe_compactions(self, analyzer, response)
             try:
                 turn = self._turn(analyzer, response, error)
             except Exception:  # noqa: BLE001 - never break the host: logged once, counted
                 guard.failed("analysis")
+            if analyzer is not None and deferred:
+                observe_deferred(self, analyzer, deferred)
             try:
                 self._record(response, error, turn)
             except Exception:  # noqa: BLE001 - never break the host: logged once, counted

@@ -13,11 +13,12 @@ calls it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Span
+from opentelemetry.util.types import AttributeValue
 
 from otel_compaction import semconv as sc
 from otel_compaction.analyzer import ConversationAnalyzer
@@ -36,7 +37,7 @@ from otel_compaction.instrument._spans import emit_compaction
 from otel_compaction.lineage.text import SURVIVAL_EXTRACTIVE, survival
 from otel_compaction.lineage.text import fingerprint as summary_fingerprint
 from otel_compaction.model import CompactionObservation
-from otel_compaction.semconv import CompactionMode, CompactionSource
+from otel_compaction.semconv import CallUsage, CompactionMode, CompactionSource
 from otel_compaction.signals.tokens import estimate_tokens, tokens_for_chars
 
 
@@ -62,10 +63,18 @@ class RevealingCall(Protocol):
         ...
 
 
+Deferred = tuple[CompactionObservation, ServerCompaction]
+"""A provider compaction observed only after the call's own turn (see ``observe_deferred``)."""
+
+
 def observe_compactions(
     call: RevealingCall, analyzer: ConversationAnalyzer, response: ResponseInfo | None
-) -> None:
-    """Explicit reports waiting here, the inferred rewrite, the provider's: in that order."""
+) -> list[Deferred]:
+    """Explicit reports waiting here, the inferred rewrite, the provider's: in that order.
+
+    Returns the provider compactions whose call's usage gives no size
+    (``CallUsage.UNKNOWN``): the caller observes them after the call's turn.
+    """
     stage = call.runtime.guard.stage("compaction")
     for item in call.pending:
         with stage:
@@ -84,11 +93,28 @@ def observe_compactions(
     if placement is not None and placement.rewrite is not None:
         with stage:
             _inferred(call, analyzer, placement.rewrite, placement, response)
+    deferred: list[Deferred] = []
     if response is None:
-        return
+        return deferred
     for server in response.compactions:
         with stage:
-            _server(call, analyzer, server, response)
+            found = _server(call, analyzer, server, response)
+            if found is not None:
+                deferred.append(found)
+    return deferred
+
+
+def observe_deferred(
+    call: RevealingCall, analyzer: ConversationAnalyzer, deferred: Sequence[Deferred]
+) -> None:
+    """Provider compactions made on the way of a call whose usage may count the context
+    before or after them (``CallUsage.UNKNOWN``), observed after that call's turn: the
+    next call, whose input is the compacted context, gives their size after, and their
+    effectiveness is judged from it, never from the compacting call's usage."""
+    for observation, server in deferred:
+        with call.runtime.guard.stage("compaction"):
+            _observe(call, analyzer, observation, attributes=_usage_attributes(server))
+            _remember_opaque(call, server)
 
 
 def _observe(
@@ -99,6 +125,7 @@ def _observe(
     span: Span | None = None,
     end_ns: int | None = None,
     response: ResponseInfo | None = None,
+    attributes: Mapping[str, AttributeValue] | None = None,
 ) -> None:
     after = _context_after(call, response)
     if after is not None and observation.context_after is None:
@@ -112,6 +139,7 @@ def _observe(
         summary=observation.summary_text,
         start_ns=call.start_ns,
         end_ns=end_ns,
+        attributes=attributes,
     )
     if observation.summary_text and call.conversation is not None:
         call.runtime.history.remember_summary(call.conversation.id, observation.summary_text)
@@ -196,9 +224,9 @@ def _server(
     analyzer: ConversationAnalyzer,
     server: ServerCompaction,
     response: ResponseInfo,
-) -> None:
+) -> Deferred | None:
     if not _server_is_new(call, analyzer, server):
-        return
+        return None
     source = (
         CompactionSource.ANTHROPIC
         if call.request.provider == sc.PROVIDER_ANTHROPIC
@@ -211,11 +239,13 @@ def _server(
             if call.request.compaction_call
             else _before_tokens(call, analyzer)
         )
+    unknown = server.call_usage is CallUsage.UNKNOWN
     after = server.tokens_after
     if (
         after is None
         and not call.request.compaction_call
         and server.mode is not CompactionMode.PRUNE
+        and not unknown
     ):
         after = response.input_tokens
     text = server.summary if server.summary_is_text else None
@@ -230,7 +260,19 @@ def _server(
         failed=server.failed,
         compaction_id=server.compaction_id,
     )
-    _observe(call, analyzer, observation, response=response)
+    if unknown:
+        return observation, server
+    _observe(call, analyzer, observation, response=response, attributes=_usage_attributes(server))
+    _remember_opaque(call, server)
+    return None
+
+
+def _usage_attributes(server: ServerCompaction) -> dict[str, AttributeValue]:
+    return {} if server.call_usage is None else {sc.COMPACTION_CALL_USAGE: server.call_usage.value}
+
+
+def _remember_opaque(call: RevealingCall, server: ServerCompaction) -> None:
+    """An opaque compaction item, remembered so the history sending it back is known."""
     if server.summary and not server.summary_is_text and call.conversation is not None:
         call.runtime.history.remember_summary(call.conversation.id, server.summary)
 

@@ -44,6 +44,9 @@ class FrameworkCall:
         window: the context window the framework was configured with, in tokens
             (None: the model's, from the window table): the one the call's pressure
             and its compactions' fractions are read against.
+        owns_calls: the framework records each of its calls itself (LiteLLM's callback
+            layer): an instrumented client below it records nothing, so a call is one
+            span whichever layers see it.
     """
 
     conversation_id: str
@@ -51,6 +54,7 @@ class FrameworkCall:
     internal: bool = False
     framework: str = "langchain"
     window: int | None = None
+    owns_calls: bool = False
     sdk_turns: int = 0
     closed: bool = False
     outer: FrameworkCall | None = field(default=None, repr=False)
@@ -79,8 +83,12 @@ def current_call() -> FrameworkCall | None:
 
 
 def enter_call(call: FrameworkCall) -> contextvars.Token[FrameworkCall | None]:
-    """Make ``call`` current; hand the token to :func:`exit_call` when it ends."""
-    call.outer = _CALL.get()
+    """Make ``call`` current; hand the token to :func:`exit_call` when it ends.
+
+    Its ``outer`` is the innermost open call: closed ones are skipped, so calls whose
+    scope could not be reset (ended in another context) never pile up in a chain.
+    """
+    call.outer = current_call()
     return _CALL.set(call)
 
 

@@ -1,4 +1,5 @@
-"""``CompactionInstrumentor``: wraps the anthropic and openai clients, and unwraps them.
+"""``CompactionInstrumentor``: wraps the anthropic and openai clients, and unwraps them
+(and registers LiteLLM's callback and LangChain's handler once those are imported).
 
 Every target is optional: a missing SDK, or an SDK release without one of the
 methods, is skipped, so the instrumentor works with either SDK (or both) and
@@ -85,7 +86,8 @@ def _find_class(modules: tuple[str, ...], name: str) -> Any:
 
 
 class CompactionInstrumentor(BaseInstrumentor):  # type: ignore[misc]
-    """Compaction-aware GenAI instrumentation of the anthropic and openai clients.
+    """Compaction-aware GenAI instrumentation of the anthropic and openai clients, and of
+    LiteLLM, aider and LangChain once the application imports them.
 
     ``instrument()`` accepts, besides the usual ``tracer_provider`` and
     ``meter_provider``: ``settings`` (a :class:`~otel_compaction.Settings`;
@@ -131,12 +133,14 @@ class CompactionInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             wrapped.extend(_suppress_sdk_span())
         self._wrapped = tuple(wrapped)
         with runtime.guard.stage("context"):
-            # LangChain's handler joins the same runtime once the app imports langchain_core.
-            from otel_compaction.instrument import langchain
+            # LangChain's handler, LiteLLM's callback and aider's hooks join the same runtime
+            # once the app imports langchain_core, litellm or aider.
+            from otel_compaction.instrument import langchain, litellm
 
             langchain.install_when_imported(runtime)
             # pydantic-ai's and strands' summarization hooks, once the app imports them.
             frameworks.install_when_imported()
+            litellm.install_when_imported(runtime)
         logger.debug("otel-compaction: instrumented %d methods", len(wrapped))
 
     def _uninstrument(self, **kwargs: Any) -> None:
@@ -145,10 +149,11 @@ class CompactionInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         self._wrapped = ()
         runtime = _runtime.current()
         with (runtime.guard if runtime is not None else _runtime.guard()).stage("context"):
-            from otel_compaction.instrument import langchain
+            from otel_compaction.instrument import langchain, litellm
 
             langchain.uninstall()
             frameworks.uninstall()
+            litellm.uninstall()
         _runtime.uninstall()
 
 

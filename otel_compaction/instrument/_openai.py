@@ -24,7 +24,7 @@ from otel_compaction.instrument._api import (
     offers_tools,
     server_attributes,
 )
-from otel_compaction.semconv import CompactionMode
+from otel_compaction.semconv import CallUsage, CompactionMode
 
 TRIGGER_THRESHOLD = "compact_threshold"
 TRIGGER_ENDPOINT = "responses.compact"
@@ -264,6 +264,19 @@ def _responses_usage(info: ResponseInfo, usage: Any) -> None:
     )
 
 
+def _call_usage(request: RequestInfo) -> CallUsage:
+    """What the usage of the call that returned a compaction item counts.
+
+    ``responses.compact``: "token accounting for the compaction pass" (the SDK's
+    ``CompactedResponse.usage``), whose input is the context it compacted: the size
+    before. A ``responses.create`` call with ``context_management`` compacts on its way
+    once "the rendered token count crosses the configured threshold" (the compaction
+    guide); neither the guide nor ``ResponseUsage`` says whether its ``input_tokens`` are
+    the rendered input before that or the compacted one after: unknown.
+    """
+    return CallUsage.BEFORE if request.compaction_call else CallUsage.UNKNOWN
+
+
 def _read_item(info: ResponseInfo, item: Any, request: RequestInfo) -> None:
     kind = field_of(item, "type")
     if kind == "function_call":
@@ -279,6 +292,7 @@ def _read_item(info: ResponseInfo, item: Any, request: RequestInfo) -> None:
                 summary=key if isinstance(key, str) else None,
                 summary_is_text=False,
                 compaction_id=field_of(item, "id"),
+                call_usage=_call_usage(request),
             )
         )
     elif kind == "message" and field_of(item, "role") == "assistant":
@@ -323,6 +337,10 @@ class ResponsesStream:
         for item in self._items:
             _read_item(info, item, self._request)
         if self._compacting and not info.compactions:
-            info.compactions.append(ServerCompaction(CompactionMode.SERVER, TRIGGER_THRESHOLD))
+            info.compactions.append(
+                ServerCompaction(
+                    CompactionMode.SERVER, TRIGGER_THRESHOLD, call_usage=CallUsage.UNKNOWN
+                )
+            )
         info.echo = tuple(self._items)
         return info

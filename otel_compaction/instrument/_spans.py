@@ -108,12 +108,17 @@ def emit_compaction(
     summary: str | None = None,
     start_ns: int | None = None,
     end_ns: int | None = None,
+    attributes: Mapping[str, AttributeValue] | None = None,
 ) -> None:
-    """Emit (or finish, when ``span`` is the open block's) the ``compaction`` span."""
+    """Emit (or finish, when ``span`` is the open block's) the ``compaction`` span;
+    ``attributes``: what the instrumentation adds to the analysis' own."""
     record = analysis.record
     if analysis.settled is not None:
         emit_settled(runtime, analysis.settled)
+    extra = attributes
     attributes = compaction_attributes(analysis)
+    if extra:
+        attributes.update(extra)
     if runtime.settings.capture_content:
         attributes.update(summary_content(summary, runtime.settings.content_max_chars))
     parent_context = runtime.compaction_spans.get(record.parent_id) if record.parent_id else None

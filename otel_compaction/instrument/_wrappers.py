@@ -80,8 +80,12 @@ async def parsed_async(result: Any, raw: str | None, stream: bool) -> Any:
 
 
 def skip() -> bool:
-    """Whether this call is not ours to instrument (nested, or instrumentation suppressed)."""
-    return scope.in_call() or not is_instrumentation_enabled()
+    """Whether this call is not ours to instrument: nested, suppressed, or made by a
+    framework layer that records its calls itself (LiteLLM's callback)."""
+    if scope.in_call() or not is_instrumentation_enabled():
+        return True
+    framework = scope.framework_call()
+    return framework is not None and framework.owns_calls
 
 
 def complete(call: InferenceCall, api: ProviderApi, result: Any, raw: str | None) -> Any:

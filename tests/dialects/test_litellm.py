@@ -22,7 +22,7 @@ def _run(
 ) -> tuple[Verdict, int]:
     data, server = run_agent(
         "litellm",
-        "litellm",
+        "litellm_otel",
         tmp,
         api="litellm",
         variant=variant,

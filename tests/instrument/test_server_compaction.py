@@ -157,22 +157,34 @@ def _responses_agent(client: Any, turns: int, **kwargs: Any) -> list[Any]:
 def test_openai_compaction_item_is_a_server_compaction(
     cap: Capture, instrumented: CompactionInstrumentor, stream: bool
 ) -> None:
-    """context_management compaction: the compaction item becomes one openai server compaction."""
+    """context_management compaction: the compaction item becomes one openai server compaction,
+    sized by the next call (the compacting call's usage may count either side of it)."""
     client = openai_client(FakeLLMAPI(default=READ))
     items = _responses_agent(client, 3)
     management: list[ContextManagement] = [{"type": "compaction", "compact_threshold": 300}]
+    response: Any
     if stream:
         with client.responses.stream(
             model=OPENAI_MODEL, input=items, context_management=management
         ) as s:
-            s.get_final_response()
+            response = s.get_final_response()
     else:
-        client.responses.create(model=OPENAI_MODEL, input=items, context_management=management)
+        response = client.responses.create(
+            model=OPENAI_MODEL, input=items, context_management=management
+        )
+    assert compaction_attrs(cap) == []  # open until the next call gives its size after
+    kept: list[Any] = [
+        item.model_dump(exclude_none=True, warnings=False) for item in response.output
+    ]
+    client.responses.create(model=OPENAI_MODEL, input=[*kept, {"role": "user", "content": "go"}])
     (compaction,) = compaction_attrs(cap)
     assert compaction[sc.COMPACTION_SOURCE] == "openai"
     assert compaction[sc.COMPACTION_MODE] == "server"
     assert compaction[sc.COMPACTION_TRIGGER] == "compact_threshold"
-    assert compaction[sc.TURN_INDEX] == 4
+    assert compaction[sc.COMPACTION_CALL_USAGE] == "unknown"
+    assert compaction[sc.TURN_INDEX] == 5
+    spans = [attrs(s) for s in chat_spans(cap)]
+    assert compaction[sc.TOKENS_AFTER] == spans[4][sc.GEN_AI_USAGE_INPUT_TOKENS]
 
 
 @COMPACT
@@ -193,7 +205,8 @@ def test_responses_compact_is_a_compaction_not_a_turn(
     assert len({s[sc.CONVERSATION_ID] for s in spans}) == 1
     (compaction,) = compaction_attrs(cap)
     assert compaction[sc.COMPACTION_TRIGGER] == "responses.compact"
-    assert compaction[sc.TOKENS_BEFORE] > 0
+    assert compaction[sc.COMPACTION_CALL_USAGE] == "before"
+    assert compaction[sc.TOKENS_BEFORE] == attrs(chat_spans(cap)[3])[sc.GEN_AI_USAGE_INPUT_TOKENS]
     assert spans[4][sc.GEN_AI_CONVERSATION_COMPACTED] is True
 
 
