@@ -46,7 +46,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_compaction.inference.messages import MessageFacts, describe, fingerprint, text_of
+from otel_compaction.inference import carry
+from otel_compaction.inference.messages import MessageFacts, describe, fingerprint
 from otel_compaction.inference.rewrite import (
     MIN_DROPPED_TURNS,
     MIN_DROPPED_TURNS_AT_PRESSURE,
@@ -56,7 +57,6 @@ from otel_compaction.inference.rewrite import (
     infer_rewrite,
     replaced_whole,
 )
-from otel_compaction.lineage.text import survival
 from otel_compaction.signals.tokens import tokens_for_chars
 
 MAX_HISTORIES = 1024
@@ -114,7 +114,12 @@ class _History:
     chars: int = 0
     expected: tuple[Any, ...] = ()
     tail_keys: tuple[int, ...] = ()
+    tail_sizes: tuple[int, ...] = ()
+    """The characters of the messages of ``tail_keys`` (as described: a message shortened
+    in place before its key was taken and never read again could be passed over)."""
     model: str | None = None
+    carry: carry.Signature | None = None
+    """What the whole-history replacement rule has read of it (``inference.carry``)."""
 
 
 @dataclass(slots=True)
@@ -197,6 +202,10 @@ class HistoryTracker:
     _by_id: OrderedDict[str, _History] = field(default_factory=OrderedDict, init=False)
     _by_anchor: dict[int, list[str]] = field(default_factory=dict, init=False)
     _by_tail: dict[int, str] = field(default_factory=dict, init=False)
+    _tail_sizes: dict[int, int] = field(default_factory=dict, init=False)
+    """How many indexed tail messages have each size: a message of another size cannot
+    share a tail, so a new conversation's first call fingerprints none of its messages
+    but those of a size found here (it reads its history once, not twice)."""
     _stale: dict[str, None] = field(default_factory=dict, init=False)
     """Histories whose entries in ``_by_tail`` are behind their facts: brought up to date
     only before the tail index is read (rarely), so a continuing call computes no keys."""
@@ -204,6 +213,11 @@ class HistoryTracker:
     _heads: OrderedDict[int, tuple[Any, MessageFacts]] = field(
         default_factory=OrderedDict, init=False
     )
+    _signed: OrderedDict[str, None] = field(default_factory=OrderedDict, init=False)
+    """Conversations whose history holds a carry-over signature (``carry.MAX_SIGNATURES``)."""
+    _opening: tuple[tuple[Any, ...], carry.Signature] | None = field(default=None, init=False)
+    """A request that matched no recent conversation, with the signature of its text read
+    for the match: kept by ``_store`` if the request opens a conversation (read once)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _retained: int = field(default=0, init=False)
     """Messages held by all histories (``max_messages`` bounds it)."""
@@ -284,6 +298,7 @@ class HistoryTracker:
             chars = sum(f.chars for f in now)
             self._retained_chars += chars - history.chars
             history.facts, history.chars = now, chars
+            history.carry = None  # its text changed: read again when needed
             self._stale[conversation_id] = None
             return rewrite, chars
 
@@ -373,10 +388,11 @@ class HistoryTracker:
     ) -> tuple[_History, Rewrite] | None:
         """The recent conversation of this thread or task whose whole history the request
         replaces, by the rule of the module docstring (step 5), if one qualifies."""
-        if self.at_pressure is None:
+        if self.at_pressure is None or not carry.may_replace(facts):
             return None
         best: tuple[float, _History, Rewrite] | None = None
-        text: list[str] | None = None
+        reading: carry.Reading | None = None
+        opening = 0
         for cid in reversed(self._recent.get()):
             history = self._by_id.get(cid)
             if history is None or history.system_key != system_key or history.model != model:
@@ -384,18 +400,54 @@ class HistoryTracker:
             rewrite = self._replacement(history, facts, msgs)
             if rewrite is None:
                 continue
-            if text is None:
-                text = ["\n".join(text_of(m) for m in rewrite.inserted)]
-            carried = _carried(text, [text_of(m) for m in rewrite.dropped])
+            if reading is None:
+                reading = carry.Reading(rewrite.inserted)
+                opening = len(msgs) - len(rewrite.inserted)
             if self._was_at_pressure(history):
                 needed = WHOLE_HISTORY_CARRY
             elif rewrite.inserted_chars < rewrite.dropped_chars:
                 needed = WHOLE_HISTORY_CARRY_ALONE
             else:
                 continue
+            carried = self._carried(reading, history, len(rewrite.dropped))
             if carried >= needed and (best is None or carried > best[0]):
                 best = (carried, history, rewrite)
-        return None if best is None else (best[1], best[2])
+        if best is not None:
+            return best[1], best[2]
+        signature = reading.as_task(opening) if reading is not None else None
+        if signature is not None:
+            self._opening = (msgs, signature)
+        return None
+
+    def _carried(self, reading: carry.Reading, history: _History, dropped: int) -> float:
+        """How much of the replacing text ``history`` carries (its signature brought up to
+        date within the call's budget): the share of the text's word 5-grams found in the
+        history, counted only when the history *beyond its task* shows in it
+        (:data:`WHOLE_HISTORY_REST`) or the task is restated whole
+        (:data:`WHOLE_HISTORY_TASK`); else 0. A fresh task written from the same template
+        as the old one shares the template's words with the old task, nothing with the
+        tool outputs, and restates none of the old task's particulars. ``dropped``: the
+        messages replaced, last response included."""
+        head = len(history.messages) + len(history.expected) - dropped
+        signature = reading.sign(history.carry, history.messages, head)
+        if signature is None:
+            return 0.0
+        if history.carry is not signature:
+            self._keep_signature(history, signature)
+        self._signed.move_to_end(history.conversation_id)
+        reading.respond(signature, history.expected)
+        return reading.carried(signature, WHOLE_HISTORY_REST, WHOLE_HISTORY_TASK)
+
+    def _keep_signature(self, history: _History, signature: carry.Signature) -> None:
+        """Give ``history`` its carry-over signature, the least recently signed histories
+        beyond ``carry.MAX_SIGNATURES`` losing theirs."""
+        history.carry = signature
+        self._signed[history.conversation_id] = None
+        self._signed.move_to_end(history.conversation_id)
+        while len(self._signed) > carry.MAX_SIGNATURES:
+            forgotten = self._by_id.get(self._signed.popitem(last=False)[0])
+            if forgotten is not None:
+                forgotten.carry = None
 
     def _extended(
         self, candidates: Sequence[_History], messages: Sequence[Any]
@@ -537,7 +589,10 @@ class HistoryTracker:
 
     def _by_shared_tail(self, system_key: int, facts: Sequence[MessageFacts]) -> _History | None:
         self._refresh_tails()
+        sizes = self._tail_sizes
         for fact in facts[1:]:
+            if fact.chars not in sizes:
+                continue
             cid = self._by_tail.get(fact.key)
             history = self._by_id.get(cid) if cid is not None else None
             if history is not None and history.system_key == system_key:
@@ -598,6 +653,9 @@ class HistoryTracker:
             model=model,
         )  # fmt: skip
         self._by_id[cid] = history
+        opening, self._opening = self._opening, None
+        if opening is not None and opening[0] is msgs:
+            self._keep_signature(history, opening[1])
         peers = self._by_anchor.setdefault(history.anchor, [])
         peers.append(cid)
         del peers[:-MAX_PER_ANCHOR]
@@ -626,8 +684,11 @@ class HistoryTracker:
 
     def _index_tail(self, history: _History) -> None:
         old = history.tail_keys
-        new = tuple([f.key for f in history.facts[-TAIL_KEYS:]])
-        history.tail_keys = new
+        tail = history.facts[-TAIL_KEYS:]
+        new = tuple([f.key for f in tail])
+        self._count_sizes(history.tail_sizes, -1)
+        history.tail_keys, history.tail_sizes = new, tuple([f.chars for f in tail])
+        self._count_sizes(history.tail_sizes, 1)
         cid, by_tail = history.conversation_id, self._by_tail
         for key in old:
             # A key still in the tail is set again below: only the ones that left are dropped.
@@ -661,6 +722,16 @@ class HistoryTracker:
         for key in history.tail_keys:
             if self._by_tail.get(key) == cid:
                 del self._by_tail[key]
+        self._count_sizes(history.tail_sizes, -1)
+
+    def _count_sizes(self, sizes: tuple[int, ...], step: int) -> None:
+        counts = self._tail_sizes
+        for size in sizes:
+            count = counts.get(size, 0) + step
+            if count:
+                counts[size] = count
+            else:
+                del counts[size]
 
     def _expire(self) -> None:
         self._now = now = self.clock()
@@ -685,19 +756,6 @@ def _sent_back(
     old_facts = [*history.facts, *(describe(m) for m in history.expected)]
     messages = history.messages if count is None else history.messages[:count]
     return old_facts, (*messages, *history.expected)
-
-
-def _carried(new: list[str], old: list[str]) -> float:
-    """How much of ``new`` (the replacing text) is carried over from ``old`` (the replaced
-    history, task first): the share of its word 5-grams found there, counted only when
-    the history *beyond the task* shows in it (:data:`WHOLE_HISTORY_REST`) or the task
-    is restated whole (:data:`WHOLE_HISTORY_TASK`); else 0. A fresh task written from the
-    same template as the old one shares the template's words with the old task, nothing
-    with the tool outputs, and restates none of the old task's particulars."""
-    beyond_task = (survival(new, old[1:]) or 0.0) >= WHOLE_HISTORY_REST
-    if not beyond_task and (survival(old[:1], new) or 0.0) < WHOLE_HISTORY_TASK:
-        return 0.0  # decided before the whole history is read a second time
-    return survival(new, old) or 0.0
 
 
 def _by_response(candidates: Sequence[_History], messages: Sequence[Any]) -> list[_History]:
