@@ -26,8 +26,10 @@ sample of the new text's 5-grams. Histories and texts under the caps are measure
 exactly, as before the caps. What the caps give up, on larger ones: a replacing text is
 judged by its first 16 KiB, a remembered message by its first 16 KiB, a history first
 read when it is already large by its task and its newest messages (up to the budget),
-and shares over sampled histories are estimates (about +/-0.03 at the 0.3 threshold for
-a summary of a few hundred words). See docs/instrumentation.md (Cost).
+shares over sampled histories are estimates (a standard error of about sqrt(0.21 / n) at
+the 0.3 threshold, n the new text's 5-grams x CARRY_SAMPLE / the history's), and a
+replacing text of fewer than five words carries nothing. See docs/instrumentation.md
+(Conversations: what the carry-over measure reads, and its ceiling).
 """
 
 from __future__ import annotations
@@ -48,8 +50,9 @@ CARRY_READ_CHARS = 65_536
 """Characters read per call in all by the carry-over measure: the ceiling of its work."""
 CARRY_SAMPLE = 4_096
 """5-gram hashes kept per part of a signature (task, rest, last response): 32 KiB each."""
-MAX_SIGNATURES = 64
-"""Histories that keep a signature (least recently signed forgotten first)."""
+MAX_SIGNATURES = 32
+"""Histories that keep a signature (least recently signed forgotten first): the recent
+conversations of four threads; at most 3 MiB."""
 
 
 @dataclass(slots=True)

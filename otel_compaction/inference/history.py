@@ -22,15 +22,16 @@ per message). A request is placed by, in order:
    conversation was at pressure (its last measured context plus its last response,
    against the pressure threshold); when it was not, :data:`WHOLE_HISTORY_CARRY_ALONE`
    and the new text shorter than what it replaces; the best carried of several
-   wins, the most recent on ties;
+   wins, the most recent on ties (measured by ``carry``, which reads each history
+   once and at most ``carry.CARRY_READ_CHARS`` characters per call);
 6. otherwise a new conversation (so two agents starting separate tasks with the
    same system prompt stay two: a fresh task carries nothing of the other's
    history).
 
 Two agents interleaving calls with different tasks have different anchors, so
 they never mix. Cost per call grows with the new messages, not the history,
-except on a rewrite or a conversation's first call. Everything is bounded (LRU,
-idle expiry).
+except on a rewrite or a conversation's first call, and never with the text of
+other conversations. Everything is bounded (LRU, idle expiry).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_compaction.inference import carry
-from otel_compaction.inference.messages import MessageFacts, describe, fingerprint
+from otel_compaction.inference.messages import MessageFacts, describe, fingerprint, lead
 from otel_compaction.inference.rewrite import (
     MIN_DROPPED_TURNS,
     MIN_DROPPED_TURNS_AT_PRESSURE,
@@ -114,9 +115,9 @@ class _History:
     chars: int = 0
     expected: tuple[Any, ...] = ()
     tail_keys: tuple[int, ...] = ()
-    tail_sizes: tuple[int, ...] = ()
-    """The characters of the messages of ``tail_keys`` (as described: a message shortened
-    in place before its key was taken and never read again could be passed over)."""
+    tail_marks: tuple[tuple[int, int], ...] = ()
+    """The characters (as described) and :func:`lead` of the messages of ``tail_keys``: a
+    message changed in place between its description and its key could be passed over."""
     model: str | None = None
     carry: carry.Signature | None = None
     """What the whole-history replacement rule has read of it (``inference.carry``)."""
@@ -202,10 +203,11 @@ class HistoryTracker:
     _by_id: OrderedDict[str, _History] = field(default_factory=OrderedDict, init=False)
     _by_anchor: dict[int, list[str]] = field(default_factory=dict, init=False)
     _by_tail: dict[int, str] = field(default_factory=dict, init=False)
-    _tail_sizes: dict[int, int] = field(default_factory=dict, init=False)
-    """How many indexed tail messages have each size: a message of another size cannot
-    share a tail, so a new conversation's first call fingerprints none of its messages
-    but those of a size found here (it reads its history once, not twice)."""
+    _tail_marks: dict[tuple[int, int], int] = field(default_factory=dict, init=False)
+    """How many indexed tail messages have each size and lead (``_History.tail_marks``): a
+    message of another size or lead cannot share a tail, so a new conversation's first
+    call fingerprints none of its messages but those marked so (it reads its history
+    once, not twice)."""
     _stale: dict[str, None] = field(default_factory=dict, init=False)
     """Histories whose entries in ``_by_tail`` are behind their facts: brought up to date
     only before the tail index is read (rarely), so a continuing call computes no keys."""
@@ -589,9 +591,10 @@ class HistoryTracker:
 
     def _by_shared_tail(self, system_key: int, facts: Sequence[MessageFacts]) -> _History | None:
         self._refresh_tails()
-        sizes = self._tail_sizes
+        marks = self._tail_marks
+        sizes = {size for size, _ in marks}
         for fact in facts[1:]:
-            if fact.chars not in sizes:
+            if fact.chars not in sizes or (fact.chars, lead(fact.message)) not in marks:
                 continue
             cid = self._by_tail.get(fact.key)
             history = self._by_id.get(cid) if cid is not None else None
@@ -686,9 +689,10 @@ class HistoryTracker:
         old = history.tail_keys
         tail = history.facts[-TAIL_KEYS:]
         new = tuple([f.key for f in tail])
-        self._count_sizes(history.tail_sizes, -1)
-        history.tail_keys, history.tail_sizes = new, tuple([f.chars for f in tail])
-        self._count_sizes(history.tail_sizes, 1)
+        self._count_marks(history.tail_marks, -1)
+        history.tail_keys = new
+        history.tail_marks = tuple([(f.chars, lead(f.message)) for f in tail])
+        self._count_marks(history.tail_marks, 1)
         cid, by_tail = history.conversation_id, self._by_tail
         for key in old:
             # A key still in the tail is set again below: only the ones that left are dropped.
@@ -722,16 +726,16 @@ class HistoryTracker:
         for key in history.tail_keys:
             if self._by_tail.get(key) == cid:
                 del self._by_tail[key]
-        self._count_sizes(history.tail_sizes, -1)
+        self._count_marks(history.tail_marks, -1)
 
-    def _count_sizes(self, sizes: tuple[int, ...], step: int) -> None:
-        counts = self._tail_sizes
-        for size in sizes:
-            count = counts.get(size, 0) + step
+    def _count_marks(self, marks: tuple[tuple[int, int], ...], step: int) -> None:
+        counts = self._tail_marks
+        for mark in marks:
+            count = counts.get(mark, 0) + step
             if count:
-                counts[size] = count
+                counts[mark] = count
             else:
-                del counts[size]
+                del counts[mark]
 
     def _expire(self) -> None:
         self._now = now = self.clock()

@@ -231,3 +231,25 @@ def test_a_history_signed_once_is_not_read_again() -> None:
     second = Reading([{"role": "user", "content": _text(rng, 1_000)}])
     assert second.sign(signature, messages, 0) is signature
     assert CARRY_READ_CHARS - second.left < spent - 3_000 * 2
+
+
+def test_a_message_and_its_sdk_or_reordered_twin_have_the_same_lead() -> None:
+    """The tail prefilter's mark follows the fingerprint: an SDK object and its dict, or a
+    dict in another key order, mark alike, so a shared tail is never passed over."""
+    from anthropic.types import TextBlock, ToolUseBlock
+
+    blocks = [
+        TextBlock(type="text", text="I will read a.py"),
+        ToolUseBlock(type="tool_use", id="t1", name="read", input={}),
+    ]
+    sdk = {"role": "assistant", "content": blocks}
+    plain = {
+        "content": [
+            {"text": "I will read a.py", "type": "text"},
+            {"type": "tool_use", "id": "t1", "name": "read", "input": {}},
+        ],
+        "role": "assistant",
+    }
+    assert messages.fingerprint(sdk) == messages.fingerprint(plain)
+    assert messages.lead(sdk) == messages.lead(plain) != 0
+    assert messages.lead({"role": "user", "content": "a"}) != messages.lead(plain)
