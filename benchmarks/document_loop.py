@@ -90,7 +90,11 @@ def worker(config: str, size: int, calls: int, seed: int) -> dict[str, Any]:
             cpu.append(took_cpu / 1e6)
             wall.append(took / 1e6)
             own.append((took - clock.inner_ns) / 1e6)
-    return {"config": config, "size": size, "cpu_ms": cpu, "wall_ms": wall, "own_ms": own}
+    import otel_compaction
+
+    package = str(Path(otel_compaction.__file__).resolve().parent)
+    result = {"config": config, "size": size, "package_path": package}
+    return {**result, "cpu_ms": cpu, "wall_ms": wall, "own_ms": own}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
