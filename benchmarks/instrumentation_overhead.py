@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from overhead_configs import BY_KEY, CONFIGS, PROVIDERS
+from overhead_first import first_cells, render_first, summarize_first
 from overhead_markdown import render, render_targets, update_doc, update_targets
 from overhead_report import summarize
 from overhead_targets import evaluate_targets
@@ -101,6 +102,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="re-aggregate the runs of an earlier results file and render the docs, run nothing",
     )
     parser.add_argument("--seed", type=int, default=20260)
+    parser.add_argument(
+        "--no-first", dest="first", action="store_false", help="skip the first-call cells"
+    )
     args = parser.parse_args(argv)
     args.providers = _csv(args.providers) or (
         ["anthropic"] if args.quick or args.profile else list(PROVIDERS)
@@ -206,6 +210,8 @@ def run_passes(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
                 "seed": rng.randrange(1 << 30),
                 "cells": cells_for(provider, args.lengths, args.quick),
             }
+            if provider == "anthropic" and args.first:
+                spec["cells"] += first_cells(config, args.quick)
             started = time.monotonic()
             result = run_worker(spec, tmp)
             runs.append(result)
@@ -306,10 +312,12 @@ def report(args: argparse.Namespace, meta: dict[str, Any], runs: list[dict[str, 
     wall_rows = summarize(runs, errors, clock="wall")
     own_rows = [r for r in summarize(runs, clock="own") if r.provider == "anthropic"]
     verdicts = evaluate_targets(rows, own=own_rows) if "anthropic" in args.providers else []
+    first_rows = summarize_first(r for r in runs if r["provider"] == "anthropic")
     summary = {
         "cpu": [asdict(r) for r in rows],
         "wall": [asdict(r) for r in wall_rows],
         "own": [asdict(r) for r in own_rows],
+        "first": [asdict(r) for r in first_rows],
     }
     payload = {
         "meta": meta,
@@ -320,7 +328,7 @@ def report(args: argparse.Namespace, meta: dict[str, Any], runs: list[dict[str, 
     if args.write_json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(payload, separators=(",", ":")))
-    body = render(meta, rows, wall_rows, verdicts, own_rows)
+    body = "\n".join([render(meta, rows, wall_rows, verdicts, own_rows), *render_first(first_rows)])
     if args.doc:
         update_doc(args.doc, body, PREAMBLE)
         update_targets(args.doc, render_targets(meta, verdicts))

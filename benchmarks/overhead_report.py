@@ -71,6 +71,8 @@ def _collect(
     for run in runs:
         provider, config, pass_no = run["provider"], run["config"], int(run["pass"])
         for cell in run.get("cells", []):
+            if cell.get("first"):
+                continue  # a first call of a new conversation: overhead_first reports it
             key = (provider, config, bool(cell["stream"]), int(cell["length"]))
             if run.get("error") or cell.get("error"):
                 info[key]["error"] = run.get("error") or cell.get("error")

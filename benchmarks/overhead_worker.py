@@ -34,6 +34,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from overhead_clock import InnerClock
 from overhead_configs import BY_KEY, Config
+from overhead_first import run_first_cell
 from overhead_history import (
     MODEL_ANTHROPIC,
     MODEL_OPENAI,
@@ -300,10 +301,27 @@ def _metric_totals(reader: InMemoryMetricReader) -> dict[str, float]:
     return totals
 
 
+def _first_cell(
+    spec: dict[str, Any], cell: dict[str, Any], call: Call, proc: DroppingSpanProcessor
+) -> dict[str, Any]:
+    """A first-call cell (``overhead_first``), its first timed call's spans kept."""
+
+    def capture(on: bool) -> list[dict[str, Any]]:
+        proc.capture = on
+        kept = [] if on else [_span_summary(s) for s in proc.spans]
+        proc.spans.clear()
+        return kept
+
+    prefix = f"p{spec['pass']}first{cell['length']}"
+    return run_first_cell(cell, call, anthropic_history, prefix, spec.get("clock"), capture)
+
+
 def _run_cell_safely(
     spec: dict[str, Any], cell: dict[str, Any], call: Call, proc: DroppingSpanProcessor
 ) -> dict[str, Any]:
     try:
+        if cell.get("first"):
+            return _first_cell(spec, cell, call, proc)
         return _run_cell(spec, cell, call, proc)
     except Exception as exc:  # noqa: BLE001 - an instrumentation crashing the call is reported
         failed = {"stream": cell["stream"], "length": cell["length"]}

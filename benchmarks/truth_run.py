@@ -195,7 +195,8 @@ def model_windows(run: Run) -> dict[str, int]:
 
 def observe(cap: Capture, run: Run) -> Observed:
     """The calls' conversations and the compactions, with their findings, from the spans."""
-    not_calls = (sc.SPAN_COMPACTION, sc.SPAN_FINDING)  # a hindsight finding has a turn too
+    # A hindsight finding and a rediscovery measure carry a turn too.
+    not_calls = (sc.SPAN_COMPACTION, sc.SPAN_FINDING, sc.SPAN_REDISCOVERY)
     calls = [s for s in cap.spans if s.name not in not_calls and _attr(s, sc.TURN_INDEX)]
     errors = []
     if len(calls) != len(run.calls):

@@ -25,15 +25,16 @@ per message). A request is placed by, in order:
    conversation was at pressure (its last measured context plus its last response,
    against the pressure threshold); when it was not, :data:`WHOLE_HISTORY_CARRY_ALONE`
    and the new text shorter than what it replaces; the best carried of several
-   wins, the most recent on ties;
+   wins, the most recent on ties (measured by ``carry``, which reads each history
+   once and at most ``carry.CARRY_READ_CHARS`` characters per call);
 6. otherwise a new conversation (so two agents starting separate tasks with the
    same system prompt stay two: a fresh task carries nothing of the other's
    history).
 
 Two agents interleaving calls with different tasks have different anchors, so
 they never mix. Cost per call grows with the new messages, not the history,
-except on a rewrite or a conversation's first call. Everything is bounded (LRU,
-idle expiry).
+except on a rewrite or a conversation's first call, and never with the text of
+other conversations. Everything is bounded (LRU, idle expiry).
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_compaction.inference.messages import MessageFacts, describe, fingerprint, text_of
+from otel_compaction.inference import carry
+from otel_compaction.inference.messages import MessageFacts, describe, fingerprint, lead, text_of
 from otel_compaction.inference.rewrite import (
     MIN_DROPPED_TURNS,
     MIN_DROPPED_TURNS_AT_PRESSURE,
@@ -74,7 +76,6 @@ from otel_compaction.inference.summarizer import (
     system_keys,
     system_text,
 )
-from otel_compaction.lineage.text import survival
 from otel_compaction.signals.tokens import tokens_for_chars
 
 MAX_HISTORIES = 1024
@@ -140,7 +141,12 @@ class _History:
     chars: int = 0
     expected: tuple[Any, ...] = ()
     tail_keys: tuple[int, ...] = ()
+    tail_marks: tuple[tuple[int, int], ...] = ()
+    """The characters (as described) and :func:`lead` of the messages of ``tail_keys``: a
+    message changed in place between its description and its key could be passed over."""
     model: str | None = None
+    carry: carry.Signature | None = None
+    """What the whole-history replacement rule has read of it (``inference.carry``)."""
 
 
 @dataclass(slots=True)
@@ -236,6 +242,11 @@ class HistoryTracker:
     _by_id: OrderedDict[str, _History] = field(default_factory=OrderedDict, init=False)
     _by_anchor: dict[int, list[str]] = field(default_factory=dict, init=False)
     _by_tail: dict[int, str] = field(default_factory=dict, init=False)
+    _tail_marks: dict[tuple[int, int], int] = field(default_factory=dict, init=False)
+    """How many indexed tail messages have each size and lead (``_History.tail_marks``): a
+    message of another size or lead cannot share a tail, so a new conversation's first
+    call fingerprints none of its messages but those marked so (it reads its history
+    once, not twice)."""
     _stale: dict[str, None] = field(default_factory=dict, init=False)
     """Histories whose entries in ``_by_tail`` are behind their facts: brought up to date
     only before the tail index is read (rarely), so a continuing call computes no keys."""
@@ -247,6 +258,11 @@ class HistoryTracker:
     """Per conversation, the opening of a summarizer's answer no request has carried yet."""
     _asking: _Asking | None = field(default=None, init=False)
     """The request being placed (set under the lock, for the summarizer checks)."""
+    _signed: OrderedDict[str, None] = field(default_factory=OrderedDict, init=False)
+    """Conversations whose history holds a carry-over signature (``carry.MAX_SIGNATURES``)."""
+    _opening: tuple[tuple[Any, ...], carry.Signature] | None = field(default=None, init=False)
+    """A request that matched no recent conversation, with the signature of its text read
+    for the match: kept by ``_store`` if the request opens a conversation (read once)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _retained: int = field(default=0, init=False)
     """Messages held by all histories (``max_messages`` bounds it)."""
@@ -342,6 +358,7 @@ class HistoryTracker:
             chars = sum(f.chars for f in now)
             self._retained_chars += chars - history.chars
             history.facts, history.chars = now, chars
+            history.carry = None  # its text changed: read again when needed
             self._stale[conversation_id] = None
             return rewrite, chars
 
@@ -447,10 +464,12 @@ class HistoryTracker:
     ) -> tuple[_History, Rewrite] | None:
         """The recent conversation of this thread or task whose whole history the request
         replaces, by the rule of the module docstring (step 5), if one qualifies."""
-        if self.at_pressure is None:
+        if self.at_pressure is None or not carry.may_replace(facts):
             return None
         best: tuple[float, _History, Rewrite] | None = None
+        reading: carry.Reading | None = None
         text: list[str] | None = None
+        opening = 0
         for cid in reversed(self._recent.get()):
             history = self._by_id.get(cid)
             if history is None or history.system_key != system_key or history.model != model:
@@ -461,6 +480,9 @@ class HistoryTracker:
             pressed = self._was_at_pressure(history)
             if not pressed and not _falls(rewrite):
                 continue  # far from pressure, a replacement that reclaims little is none
+            if reading is None:
+                reading = carry.Reading(rewrite.inserted)
+                opening = len(msgs) - len(rewrite.inserted)
             if text is None:
                 text = ["\n".join(text_of(m) for m in rewrite.inserted)]
             if marked_summary(text[0]) and _falls(rewrite):
@@ -468,11 +490,46 @@ class HistoryTracker:
             elif not pressed and _restates_task_only(rewrite):
                 continue  # far from pressure, another agent's task (the same statement)
             else:
-                carried = _carried(text, [text_of(m) for m in rewrite.dropped])
+                carried = self._carried(reading, history, len(rewrite.dropped))
             needed = WHOLE_HISTORY_CARRY if pressed else WHOLE_HISTORY_CARRY_ALONE
             if carried >= needed and (best is None or carried > best[0]):
                 best = (carried, history, rewrite)
-        return None if best is None else (best[1], best[2])
+        if best is not None:
+            return best[1], best[2]
+        signature = reading.as_task(opening) if reading is not None else None
+        if signature is not None:
+            self._opening = (msgs, signature)
+        return None
+
+    def _carried(self, reading: carry.Reading, history: _History, dropped: int) -> float:
+        """How much of the replacing text ``history`` carries (its signature brought up to
+        date within the call's budget): the share of the text's word 5-grams found in the
+        history, counted only when the history *beyond its task* shows in it
+        (:data:`WHOLE_HISTORY_REST`) or the task is restated whole
+        (:data:`WHOLE_HISTORY_TASK`); else 0. A fresh task written from the same template
+        as the old one shares the template's words with the old task, nothing with the
+        tool outputs, and restates none of the old task's particulars. ``dropped``: the
+        messages replaced, last response included."""
+        head = len(history.messages) + len(history.expected) - dropped
+        signature = reading.sign(history.carry, history.messages, head)
+        if signature is None:
+            return 0.0
+        if history.carry is not signature:
+            self._keep_signature(history, signature)
+        self._signed.move_to_end(history.conversation_id)
+        reading.respond(signature, history.expected)
+        return reading.carried(signature, WHOLE_HISTORY_REST, WHOLE_HISTORY_TASK)
+
+    def _keep_signature(self, history: _History, signature: carry.Signature) -> None:
+        """Give ``history`` its carry-over signature, the least recently signed histories
+        beyond ``carry.MAX_SIGNATURES`` losing theirs."""
+        history.carry = signature
+        self._signed[history.conversation_id] = None
+        self._signed.move_to_end(history.conversation_id)
+        while len(self._signed) > carry.MAX_SIGNATURES:
+            forgotten = self._by_id.get(self._signed.popitem(last=False)[0])
+            if forgotten is not None:
+                forgotten.carry = None
 
     def _extended(
         self, candidates: Sequence[_History], messages: Sequence[Any]
@@ -614,7 +671,11 @@ class HistoryTracker:
 
     def _by_shared_tail(self, system_key: int, facts: Sequence[MessageFacts]) -> _History | None:
         self._refresh_tails()
+        marks = self._tail_marks
+        sizes = {size for size, _ in marks}
         for fact in facts[1:]:
+            if fact.chars not in sizes or (fact.chars, lead(fact.message)) not in marks:
+                continue
             cid = self._by_tail.get(fact.key)
             history = self._by_id.get(cid) if cid is not None else None
             if history is not None and history.system_key == system_key:
@@ -782,6 +843,9 @@ class HistoryTracker:
             model=model,
         )  # fmt: skip
         self._by_id[cid] = history
+        opening, self._opening = self._opening, None
+        if opening is not None and opening[0] is msgs:
+            self._keep_signature(history, opening[1])
         peers = self._by_anchor.setdefault(history.anchor, [])
         peers.append(cid)
         del peers[:-MAX_PER_ANCHOR]
@@ -810,8 +874,12 @@ class HistoryTracker:
 
     def _index_tail(self, history: _History) -> None:
         old = history.tail_keys
-        new = tuple([f.key for f in history.facts[-TAIL_KEYS:]])
+        tail = history.facts[-TAIL_KEYS:]
+        new = tuple([f.key for f in tail])
+        self._count_marks(history.tail_marks, -1)
         history.tail_keys = new
+        history.tail_marks = tuple([(f.chars, lead(f.message)) for f in tail])
+        self._count_marks(history.tail_marks, 1)
         cid, by_tail = history.conversation_id, self._by_tail
         for key in old:
             # A key still in the tail is set again below: only the ones that left are dropped.
@@ -845,6 +913,16 @@ class HistoryTracker:
         for key in history.tail_keys:
             if self._by_tail.get(key) == cid:
                 del self._by_tail[key]
+        self._count_marks(history.tail_marks, -1)
+
+    def _count_marks(self, marks: tuple[tuple[int, int], ...], step: int) -> None:
+        counts = self._tail_marks
+        for mark in marks:
+            count = counts.get(mark, 0) + step
+            if count:
+                counts[mark] = count
+            else:
+                del counts[mark]
 
     def _expire(self) -> None:
         self._now = now = self.clock()
@@ -900,19 +978,6 @@ def _draws_on(history: _History, facts: Sequence[MessageFacts], msgs: Sequence[A
 def _summarizer_placement(cid: str, facts: Sequence[MessageFacts], inferred: bool) -> Placement:
     chars = sum(f.chars for f in facts)
     return Placement(cid, inferred, (), context_chars=chars, summarizer=True)
-
-
-def _carried(new: list[str], old: list[str]) -> float:
-    """How much of ``new`` (the replacing text) is carried over from ``old`` (the replaced
-    history, task first): the share of its word 5-grams found there, counted only when
-    the history *beyond the task* shows in it (:data:`WHOLE_HISTORY_REST`) or the task
-    is restated whole (:data:`WHOLE_HISTORY_TASK`); else 0. A fresh task written from the
-    same template as the old one shares the template's words with the old task, nothing
-    with the tool outputs, and restates none of the old task's particulars."""
-    beyond_task = (survival(new, old[1:]) or 0.0) >= WHOLE_HISTORY_REST
-    if not beyond_task and (survival(old[:1], new) or 0.0) < WHOLE_HISTORY_TASK:
-        return 0.0  # decided before the whole history is read a second time
-    return survival(new, old) or 0.0
 
 
 def _by_response(candidates: Sequence[_History], messages: Sequence[Any]) -> list[_History]:

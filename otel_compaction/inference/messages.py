@@ -229,6 +229,32 @@ def _item_size(item: Any, depth: int) -> int:
     return size_of(item, depth)
 
 
+def lead(message: Any) -> int:
+    """A cheap mark of a message's content, equal for messages with equal fingerprints: the
+    hash of its ``content`` when that is text, else of its first block's ``text`` or
+    ``content`` text; 0 when there is none. Read from named fields (never in dict order) and
+    through ``plain``, as :func:`fingerprint` reads SDK objects."""
+    message = plain(message)
+    if not isinstance(message, Mapping):
+        return 0
+    content = message.get("content")
+    if isinstance(content, str):
+        return hash(content)
+    if not isinstance(content, _SEQUENCES) or not content:
+        return 0
+    first = content[0]
+    if isinstance(first, str):
+        return hash(first)
+    first = plain(first)
+    if not isinstance(first, Mapping):
+        return 0
+    for name in ("text", "content"):
+        value = first.get(name)
+        if isinstance(value, str):
+            return hash((name, value))
+    return 0
+
+
 def text_of(value: Any, depth: int = 0) -> str:
     """The text in a message, block or item, joined by newlines (for lineage matching)."""
     if isinstance(value, str):

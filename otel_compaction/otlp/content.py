@@ -14,13 +14,28 @@ import json
 import re
 import zlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from otel_compaction import semconv as sc
 from otel_compaction.otlp.values import str_of, word_of
 
-if TYPE_CHECKING:
-    from otel_compaction.otlp.dialects import CallFacts
+
+class CallFacts(Protocol):
+    """What this module fills in of a call's facts (``otlp.dialects.CallFacts``; a protocol
+    here, so that the two modules do not import each other)."""
+
+    dialect: str
+    finish: str | None
+    response_id: str | None
+    tools_offered: bool | None
+    system_key: int | None
+    task_key: int | None
+    message_count: int | None
+    last_user: str | None
+    output_text: str | None
+    compacted: bool
+    model: str | None
+
 
 MAX_CONTENT_CHARS = 1_000_000
 """Content attributes longer than this are not parsed (their size alone says nothing)."""

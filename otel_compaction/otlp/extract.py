@@ -266,8 +266,8 @@ def _item(
     span: Any, attrs: Mapping[str, bytes], model_windows: Mapping[str, int] | None
 ) -> Item | None:
     name = span.name
-    if name == sc.SPAN_FINDING:
-        return None  # our own output, back through a Collector loop
+    if name == sc.SPAN_FINDING or name == sc.SPAN_REDISCOVERY:
+        return None  # our own output (the agent's, or ours back through a Collector loop)
     if name == sc.SPAN_COMPACTION or sc.COMPACTION_SOURCE in attrs:
         item = _compaction_item(span, decoded(attrs, _COMPACTION_KEYS))
         item.bare = sc.COMPACTION_ID in attrs and not any(key in attrs for key in FLAG_KEYS)

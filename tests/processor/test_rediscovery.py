@@ -61,15 +61,14 @@ def agent_spans() -> tuple[list[Any], list[dict[str, Any]]]:
 
 
 def test_the_processor_measures_what_the_agent_measured(tmp_path: Path) -> None:
-    """Fed the agent's spans, the tap pipeline emits a rediscovery span with the same figures."""
+    """Fed the agent's spans (its own rediscovery span among them, which is no turn), the tap
+    pipeline emits one rediscovery span with the same figures."""
     spans, (agent,) = agent_spans()
     assert agent[sc.REDISCOVERY_CALLS] == 2
     config = make_config(tmp_path, "tap", detectors={"rediscovery_horizon": 3})
     assert config.forward.queue.directory is not None
     pipeline = Pipeline(config, queue=PersistentQueue(config.forward.queue.directory))
-    pipeline.submit(
-        Signal.TRACES, encode_spans([s for s in spans if s.name != sc.SPAN_REDISCOVERY]), "grpc"
-    )
+    pipeline.submit(Signal.TRACES, encode_spans(spans), "grpc")  # the agent's own included
     pipeline.step()
     pipeline.drain()
     emitted = [
