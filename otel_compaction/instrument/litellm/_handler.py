@@ -38,7 +38,7 @@ _CALLBACK_LISTS = (
 """LiteLLM's callback lists: ``litellm.callbacks`` and those it copies a callback into."""
 
 
-class CompactionLiteLLMCallback(CustomLogger):  # type: ignore[misc]
+class CompactionLiteLLMCallback(CustomLogger):  # type: ignore[misc, unused-ignore]
     """Forwards LiteLLM's callbacks to a :class:`LiteLLMObserver` (``observer``)."""
 
     def __init__(self, observer: LiteLLMObserver) -> None:
@@ -123,7 +123,7 @@ _installed: CompactionLiteLLMCallback | None = None
 OTEL_LOGGER_MODULE = "litellm.integrations.opentelemetry"
 
 
-class _SpanOpener(CustomLogger):  # type: ignore[misc]
+class _SpanOpener(CustomLogger):  # type: ignore[misc, unused-ignore]
     """Makes a call's inference span the current span for the success callbacks behind it.
 
     LiteLLM's own OpenTelemetry logger writes a call's attributes onto the current span
