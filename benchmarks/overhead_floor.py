@@ -2,7 +2,7 @@
 
 Wraps the anthropic ``Messages.create`` with the least code that emits what ours emits for a
 continuing call of an agent: the same CLIENT span (``chat {model}``, 8 attributes at the start
-and 21 after the response, the same keys and value types, the ``compaction.*`` ones constant),
+and 22 after the response, the same keys and value types, the ``compaction.*`` ones constant),
 made current around the SDK call, and the same four histogram records (operation duration,
 input and output token usage, token fraction) on the same instruments, in the span's context
 (their exemplars name it, as ours' and the official packages' do). No conversation, no
@@ -37,6 +37,7 @@ _CONSTANT = {
     sc.TOOL_CATEGORIES: ["read"],
     sc.CONTEXT_NEW_CONTENT_TOKENS: 555,
     sc.TOOL_CALLS: ["grep"],
+    sc.TOOL_CALL_KEYS: ["e3b0c44298fc1c14"],
     sc.TOOL_OUTPUT_TOKENS: [548],
 }
 
