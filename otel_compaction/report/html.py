@@ -54,6 +54,7 @@ def render_html(
         *_legend(report, docs_dir()),
         *_conversations_table(report),
         *_charts(report, max_charts, settings),
+        *_ledger_table(report),
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
@@ -157,6 +158,31 @@ def _conversations_table(report: FindingsReport) -> Iterator[str]:
             f"<td class='num'>{len(c.compactions)}</td><td class='num'>{c.max_generation}</td>"
             f"<td class='num'>{'' if peak is None else f'{peak:.2f}'}</td>"
             f"<td class='num{' flag' if c.findings else ''}'>{len(c.findings)}</td></tr>"
+        )
+    yield "</table>"
+
+
+def _ledger_table(report: FindingsReport) -> Iterator[str]:
+    """What each conversation's compactions bought and cost (``report.ledger``): shown when
+    some compaction's rediscovery was measured."""
+    ledgers = [c.ledger for c in report.conversations if c.compactions]
+    ledgers = [led for led in ledgers if any(r.redone is not None for r in led.rows)]
+    if not ledgers:
+        return
+    yield "<h2>Compaction ledger</h2>"
+    yield (
+        "<p>Tokens each conversation's compactions reclaimed, spent on their summarizers, and "
+        "redid afterwards (tool results fetched again in the 20 calls after a compaction: "
+        "rediscovery); net is reclaimed minus the other two.</p>"
+    )
+    yield "<table><tr><th>conversation</th><th>reclaimed</th><th>summarizer</th>"
+    yield "<th>redone</th><th>net</th><th>most redone</th></tr>"
+    for led in ledgers:
+        tools = sorted({t for r in led.rows if r.redone for t in r.redone.tools})
+        yield (
+            f"<tr><td>{escape(led.conversation_id)}</td><td class='num'>{led.reclaimed:,}</td>"
+            f"<td class='num'>{led.summarizer:,}</td><td class='num'>{led.redone:,}</td>"
+            f"<td class='num'>{led.net:,}</td><td>{escape(', '.join(tools))}</td></tr>"
         )
     yield "</table>"
 

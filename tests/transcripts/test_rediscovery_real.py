@@ -53,3 +53,13 @@ def test_a_codex_session_repeats_shell_commands(capsys: pytest.CaptureFixture[st
     assert row["rediscovery"]["calls"] == 7
     assert row["rediscovery"]["tokens"] == 3_657
     assert row["rediscovery"]["tools"] == ["shell_command"]
+
+
+def test_the_html_report_shows_the_ledger(tmp_path: Path) -> None:
+    """--format html has the compaction ledger with the redone tokens of a real session."""
+    out = tmp_path / "report.html"
+    path = DATA / "real-sessions" / "aistrad-dd09f641-3x.jsonl"
+    assert main(["analyze", str(path), "--format", "html", "--out", str(out)]) == 0
+    html = out.read_text()
+    assert "<h2>Compaction ledger</h2>" in html
+    assert "20,718" in html
