@@ -161,6 +161,7 @@ REDISCOVERY_TURNS: Final = "compaction.rediscovery.turns"
 REDISCOVERY_HORIZON_TURNS: Final = "compaction.rediscovery.horizon_turns"
 REDISCOVERY_TOOLS: Final = "compaction.rediscovery.tools"
 REDISCOVERY_BASELINE_TOKENS: Final = "compaction.rediscovery.baseline_tokens"
+REDISCOVERY_ADVICE: Final = "compaction.rediscovery.advice"
 
 # --------------------------------------------------------------------------- #
 # Attribute values.

@@ -266,9 +266,29 @@ def rediscovery_attributes(
     }
     if result.tools:
         out[sc.REDISCOVERY_TOOLS] = list(result.tools)
-    if baseline is not None and baseline.mean_tokens is not None:
-        out[sc.REDISCOVERY_BASELINE_TOKENS] = _r(baseline.mean_tokens)
+    base = baseline.mean_tokens if baseline is not None else None
+    if base is not None:
+        out[sc.REDISCOVERY_BASELINE_TOKENS] = _r(base)
+    advice = rediscovery_advice(result, base)
+    if advice is not None:
+        out[sc.REDISCOVERY_ADVICE] = advice
     return out
+
+
+def rediscovery_advice(result: Rediscovery, baseline_tokens: float | None) -> str | None:
+    """What to keep next time, when a compaction's horizon redid more than the conversation's
+    baseline: the tools whose outputs were fetched again (None when it redid no more)."""
+    if not result.calls or not result.tools:
+        return None
+    if baseline_tokens is not None and result.tokens <= baseline_tokens:
+        return None
+    tools = ", ".join(result.tools)
+    return (
+        f"redid {result.calls} tool call(s) made before the compaction ({result.tokens:,} "
+        f"tokens of results, {tools}) in the {result.horizon_turns} calls after it: keep the "
+        f"latest outputs of {tools} verbatim (in the retained tail, or pinned outside the "
+        "compacted region) at the next compaction"
+    )
 
 
 def truncate_content(text: str, max_chars: int) -> tuple[str, bool]:

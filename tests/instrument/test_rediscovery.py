@@ -82,6 +82,7 @@ def test_files_read_again_after_a_compaction_are_measured_on_a_follow_up_span(
     assert span[sc.REDISCOVERY_TOKENS] == 2 * tokens_for_chars(len(RESULT))
     assert span[sc.REDISCOVERY_HORIZON_TURNS] == 3
     assert list(span[sc.REDISCOVERY_TOOLS]) == ["read_file"]
+    assert "keep the latest outputs of read_file verbatim" in span[sc.REDISCOVERY_ADVICE]
     (compaction,) = cap.spans_named(sc.SPAN_COMPACTION)
     (rediscovery,) = cap.spans_named(sc.SPAN_REDISCOVERY)
     assert rediscovery.parent is not None
@@ -98,6 +99,7 @@ def test_a_run_that_repeats_nothing_measures_zero(
     after = [tool("read_file", "c.py"), tool("read_file", "d.py"), Reply("done"), Reply("ok")]
     _, (span,) = run(cap, after)
     assert (span[sc.REDISCOVERY_CALLS], span[sc.REDISCOVERY_TOKENS]) == (0, 0)
+    assert sc.REDISCOVERY_ADVICE not in span
 
 
 def test_a_reread_after_editing_the_file_is_not_rediscovery(

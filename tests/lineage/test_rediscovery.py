@@ -310,3 +310,15 @@ def test_memory_keeps_the_most_recent_keys_within_its_bound() -> None:
     keys = run.tracker._keys
     assert len(keys.keys) == MAX_KEYS
     assert keys.keys.itemsize + keys.first.itemsize + keys.second.itemsize == 16
+
+
+def test_advice_only_when_a_horizon_redid_more_than_the_baseline() -> None:
+    """The advice names the redone tools above the baseline, and says nothing at or below it."""
+    from otel_compaction.emit.attributes import rediscovery_advice
+
+    redone = Rediscovery(3, "c1", calls=2, tokens=900, turns=2, horizon_turns=20, tools=("Read",))
+    assert rediscovery_advice(redone, None) is not None
+    assert "Read" in (rediscovery_advice(redone, 100.0) or "")
+    assert rediscovery_advice(redone, 900.0) is None
+    nothing = Rediscovery(3, "c1", calls=0, tokens=0, turns=0, horizon_turns=20)
+    assert rediscovery_advice(nothing, None) is None
