@@ -152,22 +152,11 @@ def head_replaced(
         return None
     if r == 0 and not (inserted and sum(1 for f in dropped if f.is_assistant) >= min_dropped_turns):
         return None  # a branch from an earlier point (a retry) is no compaction
-    retained = new[j : j + r]
     if not inserted:
         mode, trigger = CompactionMode.PRUNE, TRIGGER_DROPPED
     else:
         mode, trigger = CompactionMode.LOSSY, TRIGGER_REWRITTEN
-    return Rewrite(
-        mode=mode,
-        trigger=trigger,
-        dropped=tuple(old_messages[head:i]),
-        inserted=tuple(new_messages[head:j]),
-        retained=tuple(new_messages[j : j + r]),
-        dropped_chars=_chars(dropped),
-        inserted_chars=_chars(inserted),
-        retained_chars=_chars(retained),
-        new_start=j + r,
-    )
+    return _rewrite(mode, trigger, (old, new), (old_messages, new_messages), (head, i, j, r))
 
 
 def edited_in_place(old: Sequence[MessageFacts], now: Sequence[MessageFacts]) -> Rewrite | None:
@@ -249,18 +238,33 @@ def summarized(
         while j + r < len(new) and i + r < len(old) and new[j + r].key == old[i + r].key:
             r += 1
         break
-    dropped, inserted, retained = old[head:i], new[head:j], new[j : j + r]
-    if not dropped:
-        return None
+    if head >= i:
+        return None  # nothing dropped
+    spans = (head, i, j, r)
+    return _rewrite(
+        CompactionMode.LOSSY, TRIGGER_SUMMARIZED, (old, new), (old_messages, new_messages), spans
+    )
+
+
+def _rewrite(
+    mode: CompactionMode,
+    trigger: str,
+    facts: tuple[Sequence[MessageFacts], Sequence[MessageFacts]],
+    messages: tuple[Sequence[Any], Sequence[Any]],
+    spans: tuple[int, int, int, int],
+) -> Rewrite:
+    """The rewrite of old messages ``[head:i]`` by new ones ``[head:j]``, then a verbatim
+    tail of ``r`` messages (``new[j:j + r]``)."""
+    (old, new), (old_messages, new_messages), (head, i, j, r) = facts, messages, spans
     return Rewrite(
-        mode=CompactionMode.LOSSY,
-        trigger=TRIGGER_SUMMARIZED,
+        mode=mode,
+        trigger=trigger,
         dropped=tuple(old_messages[head:i]),
         inserted=tuple(new_messages[head:j]),
         retained=tuple(new_messages[j : j + r]),
-        dropped_chars=_chars(dropped),
-        inserted_chars=_chars(inserted),
-        retained_chars=_chars(retained),
+        dropped_chars=_chars(old[head:i]),
+        inserted_chars=_chars(new[head:j]),
+        retained_chars=_chars(new[j : j + r]),
         new_start=j + r,
     )
 
