@@ -8,13 +8,14 @@ helpers run it and pick the spans the framework tests assert on.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from otel_compaction import semconv as sc
-from tests.frameworks.venvs import framework_python, run_env
+from tests.frameworks.venvs import ROOT, framework_python, run_env
 
 DRIVERS = Path(__file__).resolve().parent / "drivers"
 TIMEOUT = 600
@@ -38,6 +39,24 @@ def drive(venv: str, driver: str, *args: str, windows: str) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr[-4000:]
     result: dict[str, Any] = json.loads(done.stdout)
     return result
+
+
+@functools.cache
+def drive_module(venv: str, module: str, options: str) -> dict[str, Any]:
+    """Run driver ``module`` (``tests.frameworks.drivers.NAME``) in ``venv``'s interpreter
+    with ``options`` (JSON text); the report its last output line holds. Each set of
+    options runs once per test session."""
+    done = subprocess.run(
+        [str(framework_python(venv)), "-m", module, options],
+        cwd=ROOT,
+        env=run_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return dict(json.loads(done.stdout.splitlines()[-1]))
 
 
 def host_view(result: dict[str, Any]) -> dict[str, Any]:

@@ -8,15 +8,13 @@ uses the one it makes when the coder changes edit format (``/chat-mode``).
 
 from __future__ import annotations
 
-import functools
 import json
-import subprocess
 from typing import Any
 
 import pytest
 
+from tests.frameworks._driven import drive_module
 from tests.frameworks.test_litellm import chats, compactions, flags
-from tests.frameworks.venvs import ROOT, framework_python, run_env
 
 pytestmark = pytest.mark.slow
 
@@ -32,19 +30,8 @@ def _id(variant: dict[str, Any]) -> str:
     return f"{variant['provider']}-{'sse' if variant['stream'] else 'json'}"
 
 
-@functools.cache
 def _run(options: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [str(framework_python("aider")), "-m", "tests.frameworks.drivers.aider_agent", options],
-        cwd=ROOT,
-        env=run_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return dict(json.loads(done.stdout.splitlines()[-1]))
+    return drive_module("aider", "tests.frameworks.drivers.aider_agent", options)
 
 
 def run(**options: Any) -> dict[str, Any]:

@@ -8,13 +8,13 @@ OpenHands' summarizing condenser, the model layer OpenHands runs on.
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 from typing import Any
 
 import pytest
 
+from tests.frameworks._driven import drive_module
 from tests.frameworks.venvs import ROOT, framework_python, run_env
 
 pytestmark = pytest.mark.slow
@@ -33,20 +33,8 @@ def _id(variant: dict[str, Any]) -> str:
     return f"{variant['provider']}-{variant['mode']}-{wire}"
 
 
-@functools.cache
 def _run(options: str) -> dict[str, Any]:
-    python = framework_python("litellm")
-    done = subprocess.run(
-        [str(python), "-m", "tests.frameworks.drivers.litellm_agent", options],
-        cwd=ROOT,
-        env=run_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    return dict(json.loads(done.stdout.splitlines()[-1]))
+    return drive_module("litellm", "tests.frameworks.drivers.litellm_agent", options)
 
 
 def run(**options: Any) -> dict[str, Any]:
