@@ -68,10 +68,16 @@ def test_a_25_mb_batch_of_captured_content_is_accepted_and_its_turns_applied(
         exporter = HttpExporter(endpoint=f"http://127.0.0.1:{service.http.port}/v1/traces",
                                 timeout=60)  # fmt: skip
         result = exporter.export(spans)
-        applied = wait_for(lambda: len(service.pipeline.state.registry) == 1)
+        # The engine applies turns after the 200 answer: wait for all 120, not the first.
+        applied = wait_for(
+            lambda: counter(service.metrics.exposition(),
+                            "compaction_pressure_token_fraction_count") == 120,  # fmt: skip
+            timeout=60,
+        )
         text = service.metrics.exposition()
     assert result is SpanExportResult.SUCCESS
     assert applied
+    assert len(service.pipeline.state.registry) == 1
     assert counter(text, "compaction_processor_received_total") == 232
     assert counter(text, "compaction_processor_rejected_total") == 0
     assert counter(text, "compaction_pressure_token_fraction_count") == 120
