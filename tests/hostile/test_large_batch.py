@@ -69,11 +69,8 @@ def test_a_25_mb_batch_of_captured_content_is_accepted_and_its_turns_applied(
                                 timeout=60)  # fmt: skip
         result = exporter.export(spans)
         # The engine applies turns after the 200 answer: wait for all 120, not the first.
-        applied = wait_for(
-            lambda: counter(service.metrics.exposition(),
-                            "compaction_pressure_token_fraction_count") == 120,  # fmt: skip
-            timeout=60,
-        )
+        fraction = "compaction_pressure_token_fraction_count"
+        applied = wait_for(lambda: counter(service.metrics.exposition(), fraction) == 120, 60)
         text = service.metrics.exposition()
     assert result is SpanExportResult.SUCCESS
     assert applied
