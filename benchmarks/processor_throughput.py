@@ -16,6 +16,7 @@ time, each pinned to core 0 (``taskset -c 0``) and started afresh for every run
     queue, reorder window (2 s), the engine, flags, OTLP/gRPC forward of every
     span to the same sink;
 (C) the load-balancing Collector, the tier in front of our replicas (all-GenAI only);
+(P) Arize Phoenix, when installed: once, bounded (``processor_phoenix.py``);
 
 and, for reference, (D) the processor's path run in this process on one
 thread without network or threads (``processor_inprocess.full_path``), on the
@@ -56,6 +57,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import processor_phoenix as phoenix
 from otlp_harness import Requests, Running, Sink, System, delivered, latencies, peak
 from processor_checks import check_run
 from processor_inprocess import full_path
@@ -261,6 +263,7 @@ def measure(quick: bool) -> dict[str, Any]:
             results["latency_rate"] = rate
             results["latency"] = _run_latency([a, g, t, b, b0], sink, data["genai"], rounds,
                                               rate, timing, work)  # fmt: skip
+        results["phoenix"] = phoenix.measure(data["genai"], SUT_CORE)  # None: not installed
     finally:
         sink.close()
     results["labels"] = {s.key: s.label for s in (a, g, t, b, b0, c)}

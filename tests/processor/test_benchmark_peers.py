@@ -32,10 +32,12 @@ def bench() -> Iterator[dict[str, ModuleType]]:
         import otlp_harness  # type: ignore[import-not-found,unused-ignore]
         import processor_checks  # type: ignore[import-not-found,unused-ignore]
         import processor_payloads  # type: ignore[import-not-found,unused-ignore]
+        import processor_phoenix  # type: ignore[import-not-found,unused-ignore]
         import processor_systems  # type: ignore[import-not-found,unused-ignore]
 
         yield {"harness": otlp_harness, "checks": processor_checks,
-               "payloads": processor_payloads, "systems": processor_systems}  # fmt: skip
+               "payloads": processor_payloads, "systems": processor_systems,
+               "phoenix": processor_phoenix}  # fmt: skip
     finally:
         sys.path.remove(str(BENCH))
 
@@ -127,3 +129,16 @@ def test_a_run_that_lost_spans_yields_no_figure(bench: dict[str, ModuleType], si
     with pytest.raises(bench["harness"].Undelivered, match="got 0 spans of 5 sent"):
         bench["harness"].delivered(sink, 5, "a lost run")
     bench["harness"].delivered(sink, 0, "an empty run")
+
+
+def test_phoenix_is_skipped_with_a_message_when_not_installed(
+    bench: dict[str, ModuleType], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Without Phoenix's environment the optional peer yields no figure and says how to
+    install it; the benchmark goes on."""
+    monkeypatch.setenv("OTEL_COMPACTION_CACHE", str(tmp_path))
+    phoenix = bench["phoenix"]
+    assert phoenix.measure([], 0) is None
+    assert "Phoenix not installed" in capsys.readouterr().out
+    assert phoenix.venv_dir().parent == tmp_path / "venvs"
