@@ -1,7 +1,7 @@
 """Arize Phoenix, an optional and bounded peer of the processor benchmark.
 
-    python benchmarks/processor_phoenix.py --install   # its own venv in the cache, ~2 min
-    benchmarks/run processor                            # measures it when installed
+    benchmarks/run processor --install-phoenix   # its own venv in the cache, ~2 min
+    benchmarks/run processor                     # measures it when installed
 
 What a user would otherwise pick to collect and look at LLM spans in Python. Phoenix
 is a store, not a forwarder, so it is measured on its own terms: the same OTLP/gRPC
@@ -20,13 +20,11 @@ benchmark prints so and goes on without Phoenix.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import socket
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
@@ -42,7 +40,7 @@ VERSION = "20.26.1"
 REQUESTS = 4
 START_TIMEOUT = 180.0
 INGEST_TIMEOUT = 120.0
-INSTALL_HINT = "python benchmarks/processor_phoenix.py --install"
+INSTALL_HINT = "benchmarks/run processor --install-phoenix"
 
 
 def venv_dir() -> Path:
@@ -159,21 +157,3 @@ def measure(data: list[bytes], core: int) -> dict[str, Any] | None:
                     process.kill()
                     process.wait(5)
     return {**row, "idle_rss_mib": idle, "version": VERSION}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``--install`` the environment, or measure Phoenix alone on the all-GenAI payload."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--install", action="store_true", help="build Phoenix's environment")
-    args = parser.parse_args(argv)
-    if args.install:
-        print(install())
-        return 0
-    from processor_payloads import payloads
-
-    print(measure(payloads(20), 0))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

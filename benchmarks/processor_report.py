@@ -119,7 +119,7 @@ def _phoenix(results: dict[str, Any]) -> str:
     row = results.get("phoenix")
     if not row:
         return ("(P) Arize Phoenix: not installed for this run (optional: "
-                "`python benchmarks/processor_phoenix.py --install`).")  # fmt: skip
+                "`benchmarks/run processor --install-phoenix`).")  # fmt: skip
     head = (f"(P) Arize Phoenix {row['version']}, one bounded run (the first {row['spans']:,} "
             "spans of the all-GenAI payload's first pass, on the systems' core): ")  # fmt: skip
     if "spans_per_cpu_s" not in row:

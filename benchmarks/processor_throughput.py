@@ -1,6 +1,7 @@
 """Processor throughput and latency against the real OpenTelemetry Collector, one core each.
 
     benchmarks/run processor [--quick] [--no-doc] [--json FILE] [--from-json FILE] [--profile]
+    benchmarks/run processor --install-phoenix
 
 Two payloads (``processor_payloads.py``, 512 spans per request): **all-GenAI**
 (agent traces only) and **the realistic mix** (15% GenAI spans, the rest HTTP and
@@ -281,7 +282,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     parser.add_argument("--from-json", type=Path, help="render these results, measure nothing")
     parser.add_argument("--profile", action="store_true", help="only: where B's time goes")
+    parser.add_argument("--install-phoenix", action="store_true",
+                        help="only: build Arize Phoenix's venv, the optional peer")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.install_phoenix:
+        print(phoenix.install())
+        return 0
     if args.profile:
         for stage, share in profile(payloads(200)).items():
             print(f"{share:6.1%}  {stage}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -100,6 +101,21 @@ def test_the_report_judges_each_target_on_the_medians_of_one_run(
     judged = report.targets(results)
     assert [t.met for t in judged] == [True, False, False, True]
     assert judged[0].line().endswith("**met**, B 60 against T 60 and G 50 (100% of the higher).")
+
+
+def test_the_saved_run_renders_every_payload_peer_and_target(
+    bench: dict[str, ModuleType],
+) -> None:
+    """The results file of record renders both payloads' tables, Phoenix's line (or why it is
+    absent) and the four target lines, each met or not."""
+    report = bench["report_module"]
+    results = json.loads((BENCH / "results" / "processor_throughput.json").read_text())
+    text = report.markdown(results)
+    assert "**All-GenAI payload**" in text
+    assert "**Realistic mix** (15% GenAI spans)" in text
+    assert sum(line.startswith("- ") and "met**" in line for line in text.splitlines()) == 4
+    assert "(P) Arize Phoenix 20.26.1" in text
+    assert "(P) Arize Phoenix: not installed" in report.markdown({**results, "phoenix": None})
 
 
 def test_the_profile_stages_name_functions_that_exist(bench: dict[str, ModuleType]) -> None:
