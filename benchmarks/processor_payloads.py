@@ -16,7 +16,7 @@ Collector's batch processor merges requests but keeps each resource).
 Two payloads:
 
 - ``payloads``, **all GenAI**: every span is one of the agent's (inference, tool,
-  compaction), the processor's worst case, where every span is engine work;
+  compaction), the processor's worst case, where it reads every span;
 - ``mixed_payloads``, **a realistic mix**: the same agent conversations in a shared
   Collector's traffic where 15% of the spans are GenAI (``GENAI_SHARE``) and the rest
   are the ordinary spans of another service (``shop-api``, its own resource in each
@@ -48,7 +48,6 @@ MODEL = "claude-sonnet-4-5"
 TURNS = 60
 SPANS_PER_REQUEST = 512
 GENAI_SHARE = 0.15
-ORDINARY_TRACE_SPANS = 8
 AGENT, OTHER = "agent", "shop-api"
 
 
@@ -141,7 +140,7 @@ def _mixed(conv: int, turns: int) -> Iterator[tuple[str, Span]]:
 
 def _ordinary_spans(conv: int) -> Iterator[Span]:
     """Endless traces of another service beside conversation ``conv``: an HTTP request that
-    reads five rows and calls two services (``ORDINARY_TRACE_SPANS`` spans each)."""
+    reads five rows and calls two services (8 spans each)."""
     for k in itertools.count():
         prefix = (1 << 55) | (conv << 24) | k  # never a conversation's trace id
         trace = prefix.to_bytes(16 - len(PASS_TAG), "big") + PASS_TAG
