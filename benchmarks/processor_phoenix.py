@@ -1,6 +1,6 @@
 """Arize Phoenix, an optional and bounded peer of the processor benchmark.
 
-    benchmarks/run processor --install-phoenix   # its own venv in the cache, ~2 min
+    benchmarks/run processor --install-phoenix   # its own venv in the cache, 2-5 min
     benchmarks/run processor                     # measures it when installed
 
 What a user would otherwise pick to collect and look at LLM spans in Python. Phoenix
