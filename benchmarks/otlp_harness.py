@@ -15,6 +15,9 @@ the other core, so the SUT's core does nothing else of ours.
   replies; a request's latency is the arrival at the sink of its last span
   minus its send time (the sink finds each request's ``REQUEST_TAG`` in the
   bytes it receives).
+- **Delivery**: after each run, once the system has stopped, ``delivered``
+  holds the sink's count of spans equal to the spans sent: a system that lost
+  or repeated any (a trace evicted, a span sent twice) yields no figure.
 """
 
 from __future__ import annotations
@@ -259,6 +262,19 @@ def peak(sut: Running, sink: Sink, requests: Requests, *, total: int, concurrenc
     return Peak(spans, wall, spans / wall, spans / cpu, cpu / wall, refused[0])
 
 
+class Undelivered(RuntimeError):
+    """The sink did not get exactly the spans sent: the run measured something else."""
+
+
+def delivered(sink: Sink, expected: int, what: str) -> None:
+    """Raise ``Undelivered`` unless the sink holds exactly ``expected`` spans (call it once the
+    system under test has stopped, so nothing more is on its way)."""
+    got = sink.stats()[0]
+    if got != expected:
+        raise Undelivered(f"{what}: the sink got {got:,} spans of {expected:,} sent; no figure "
+                          "kept")  # fmt: skip
+
+
 def _accepted(sut: Running, body: bytes) -> bool:
     try:
         sut.export(body, timeout=60)
@@ -270,8 +286,9 @@ def _accepted(sut: Running, body: bytes) -> bool:
 
 
 def latencies(sut: Running, sink: Sink, requests: Requests, *, rate: float, warmup: float,
-              seconds: float, spans_per_request: int) -> list[float]:  # fmt: skip
-    """Open loop at ``rate`` spans/s: each request's send → last-span-at-sink time, in seconds."""
+              seconds: float, spans_per_request: int) -> tuple[list[float], int]:  # fmt: skip
+    """Open loop at ``rate`` spans/s: each timed request's send → last-span-at-sink time, in
+    seconds, and the spans sent in all (warm-up included), once the sink has as many."""
     per_second = rate / spans_per_request
     sink.reset(tags=True)
     sent: dict[int, float] = {}
@@ -289,17 +306,17 @@ def latencies(sut: Running, sink: Sink, requests: Requests, *, rate: float, warm
     refused = sum(1 for call in calls if _refused(call))
     if refused:
         raise RuntimeError(f"{refused} of {len(calls)} requests refused at {rate:.0f} spans/s")
-    deadline = time.monotonic() + 30
+    deadline, spans = time.monotonic() + 30, requests.spans_in(total)
     arrivals: dict[int, float] = {}
     while time.monotonic() < deadline:
-        arrivals = sink.stats()[2]
-        if all(tag in arrivals for tag in sent):
+        got, _, arrivals, _ = sink.stats()
+        if got >= spans and all(tag in arrivals for tag in sent):
             break
         time.sleep(0.05)
     missing = [tag for tag in sent if tag not in arrivals]
     if missing:
         raise RuntimeError(f"{len(missing)} requests never reached the sink")
-    return [arrivals[tag] - t for tag, t in sent.items()]
+    return [arrivals[tag] - t for tag, t in sent.items()], spans
 
 
 def _refused(call: Any) -> bool:

@@ -12,11 +12,26 @@ duplicate, no turn late; the tag's digits sit in the trace id's last 8 bytes,
 so even a key reading only those would tell passes apart); ``REQUEST_TAG`` is
 a resource attribute, so a sink can tell which request a span came in (the
 Collector's batch processor merges requests but keeps each resource).
+
+Two payloads:
+
+- ``payloads``, **all GenAI**: every span is one of the agent's (inference, tool,
+  compaction), the processor's worst case, where it reads every span;
+- ``mixed_payloads``, **a realistic mix**: the same agent conversations in a shared
+  Collector's traffic where 15% of the spans are GenAI (``GENAI_SHARE``) and the rest
+  are the ordinary spans of another service (``shop-api``, its own resource in each
+  request): traces of 8 spans, an HTTP server span (``GET /api/orders/{id}``), five
+  PostgreSQL client spans (``db.system.name``, ``db.operation.name``, ``db.query.text``)
+  and two HTTP client calls, 8-10 attributes each, as HTTP and database
+  instrumentations write them. After each GenAI span of a conversation come as many
+  ordinary spans as keep the GenAI share at 15% (cumulatively), so every request
+  holds about that share; their trace ids end with the pass tag too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -32,6 +47,8 @@ REQUEST_ATTRIBUTE = "bench.request"
 MODEL = "claude-sonnet-4-5"
 TURNS = 60
 SPANS_PER_REQUEST = 512
+GENAI_SHARE = 0.15
+AGENT, OTHER = "agent", "shop-api"
 
 
 # --------------------------------------------------------------------- payloads
@@ -95,19 +112,88 @@ def payloads(
     conversations: int, turns: int = TURNS, first: int = 1, compact_every: int = 15,
     tools: bool = True,
 ) -> list[bytes]:  # fmt: skip
-    """Serialized requests, interleaving conversations the way a shared Collector does."""
+    """Serialized all-GenAI requests, interleaving conversations the way a shared Collector
+    does."""
     streams = [
-        list(_conversation_spans(first + c, turns, compact_every, tools))
+        [(AGENT, s) for s in _conversation_spans(first + c, turns, compact_every, tools)]
         for c in range(conversations)
     ]
-    spans = [s for group in zip(*streams, strict=False) for s in group]
+    return _requests(streams)
+
+
+def mixed_payloads(conversations: int, turns: int = TURNS, first: int = 1) -> list[bytes]:
+    """Serialized requests of the realistic mix: the conversations of ``payloads`` among
+    ordinary spans, GenAI ``GENAI_SHARE`` of them (the module's docstring)."""
+    return _requests([list(_mixed(first + c, turns)) for c in range(conversations)])
+
+
+def _mixed(conv: int, turns: int) -> Iterator[tuple[str, Span]]:
+    """A conversation's spans, each followed by ordinary ones up to the mix's share."""
+    ordinary = _ordinary_spans(conv)
+    others = 0
+    for genai, span in enumerate(_conversation_spans(conv, turns), start=1):
+        yield AGENT, span
+        due = int(genai * (1 - GENAI_SHARE) / GENAI_SHARE) - others
+        others += due
+        yield from ((OTHER, s) for s in itertools.islice(ordinary, due))
+
+
+def _ordinary_spans(conv: int) -> Iterator[Span]:
+    """Endless traces of another service beside conversation ``conv``: an HTTP request that
+    reads five rows and calls two services (8 spans each)."""
+    for k in itertools.count():
+        prefix = (1 << 55) | (conv << 24) | k  # never a conversation's trace id
+        trace = prefix.to_bytes(16 - len(PASS_TAG), "big") + PASS_TAG
+        t = 1_794_528_000_000_000_000 + k * 1_000_000_000
+        root = _plain(trace, 1, b"", "GET /api/orders/{id}", Span.SpanKind.SPAN_KIND_SERVER, t, {
+            "http.request.method": "GET", "http.route": "/api/orders/{id}",
+            "url.path": f"/api/orders/{conv * 1000 + k % 1000}", "url.scheme": "https",
+            "http.response.status_code": 200, "server.address": "shop.example.com",
+            "server.port": 443, "network.protocol.version": "1.1",
+            "client.address": "10.1.2.3", "user_agent.original": "Mozilla/5.0 (X11; Linux)",
+        })  # fmt: skip
+        yield root
+        for n in range(2, 7):
+            yield _plain(trace, n, root.span_id, "SELECT shop.orders",
+                         Span.SpanKind.SPAN_KIND_CLIENT, t + n * 100_000, {
+                "db.system.name": "postgresql", "db.namespace": "shop",
+                "db.operation.name": "SELECT", "db.collection.name": "orders",
+                "db.query.text": "SELECT id, status, total FROM orders WHERE id = $1",
+                "server.address": "db.internal", "server.port": 5432,
+                "db.response.returned_rows": 1,
+            })  # fmt: skip
+        for n in (7, 8):
+            yield _plain(trace, n, root.span_id, "GET", Span.SpanKind.SPAN_KIND_CLIENT,
+                         t + n * 100_000, {
+                "http.request.method": "GET", "url.full": "http://inventory:8080/stock/42",
+                "server.address": "inventory", "server.port": 8080,
+                "http.response.status_code": 200, "network.protocol.version": "1.1",
+            })  # fmt: skip
+
+
+def _plain(trace: bytes, n: int, parent: bytes, name: str, kind: Any, t: int,
+           attrs: dict[str, Any]) -> Span:  # fmt: skip
+    span = Span(trace_id=trace, span_id=n.to_bytes(8, "big"), parent_span_id=parent, name=name,
+                kind=kind, start_time_unix_nano=t, end_time_unix_nano=t + 2_000_000)  # fmt: skip
+    span.attributes.extend(key_values(attrs))
+    return span
+
+
+def _requests(streams: list[list[tuple[str, Span]]]) -> list[bytes]:
+    """Streams interleaved one span each, cut into requests of ``SPANS_PER_REQUEST`` spans, one
+    resource per service in each."""
+    spans = [s for group in itertools.zip_longest(*streams) for s in group if s is not None]
     out = []
     for start in range(0, len(spans), SPANS_PER_REQUEST):
         request = ExportTraceServiceRequest()
-        rs = request.resource_spans.add()
-        resource = {"service.name": "agent", REQUEST_ATTRIBUTE: REQUEST_TAG.decode()}
-        rs.resource.attributes.extend(key_values(resource))
-        rs.scope_spans.add().spans.extend(spans[start : start + SPANS_PER_REQUEST])
+        by_service: dict[str, list[Span]] = {}
+        for service, span in spans[start : start + SPANS_PER_REQUEST]:
+            by_service.setdefault(service, []).append(span)
+        for service, group in by_service.items():
+            rs = request.resource_spans.add()
+            resource = {"service.name": service, REQUEST_ATTRIBUTE: REQUEST_TAG.decode()}
+            rs.resource.attributes.extend(key_values(resource))
+            rs.scope_spans.add().spans.extend(group)
         out.append(request.SerializeToString())
     return out
 
@@ -118,9 +204,11 @@ def tagged(body: bytes, pass_no: int, request_no: int) -> bytes:
     return body.replace(REQUEST_TAG, b"#Q%06d#" % request_no)
 
 
-def count_spans(data: list[bytes]) -> int:
+def count_spans(data: Iterable[bytes]) -> int:
     """How many spans the requests hold."""
     return sum(
-        len(ExportTraceServiceRequest.FromString(b).resource_spans[0].scope_spans[0].spans)
+        len(ss.spans)
         for b in data
+        for rs in ExportTraceServiceRequest.FromString(b).resource_spans
+        for ss in rs.scope_spans
     )

@@ -1,43 +1,45 @@
 """Processor throughput and latency against the real OpenTelemetry Collector, one core each.
 
     benchmarks/run processor [--quick] [--no-doc] [--json FILE] [--from-json FILE] [--profile]
+    benchmarks/run processor --install-phoenix
 
-The same payloads (``processor_payloads.py``: agent traces, 512 spans per
-request) over OTLP/gRPC through, one system at a time, each pinned to core 0
-(``taskset -c 0``) and started afresh for every run:
+Two payloads (``processor_payloads.py``, 512 spans per request): **all-GenAI**
+(agent traces only) and **the realistic mix** (15% GenAI spans, the rest HTTP and
+database spans of another service), over OTLP/gRPC through, one system at a
+time, each pinned to core 0 (``taskset -c 0``) and started afresh for every run
+(``processor_systems.py``):
 
-(A) the real Collector as an OTLP-to-OTLP pass-through: ``otlp`` receiver,
-    ``batch`` processor (its defaults), ``otlp_grpc`` exporter to the sink;
+(A) the real Collector as an OTLP-to-OTLP pass-through (otlp → batch → otlp_grpc);
+(G) the Collector with ``groupbytrace`` (wait 2 s) before ``batch``;
+(T) the Collector with ``tail_sampling`` (``always_sample``, decision wait 2 s)
+    before ``batch``: G and T are the stateful trace components a fleet already runs;
 (B) our processor as shipped for enrich mode: OTLP/gRPC receiver, write-ahead
     queue, reorder window (2 s), the engine, flags, OTLP/gRPC forward of every
     span to the same sink;
-(C) the load-balancing Collector, the tier in front of our replicas: ``otlp``
-    receiver, ``batch``, ``load_balancing`` exporter routing on
-    ``compaction.conversation.id`` over two sink endpoints (static resolver);
+(C) the load-balancing Collector, the tier in front of our replicas (all-GenAI only);
+(P) Arize Phoenix, when installed: once, bounded (``processor_phoenix.py``);
 
 and, for reference, (D) the processor's path run in this process on one
-thread without network or threads (``processor_inprocess.full_path``: parse,
-extract, write-ahead, engine, flags, queue, a send that drops the bytes), on
-the same core, in CPU time.
+thread without network or threads (``processor_inprocess.full_path``), on the
+same core, in CPU time.
 
 The load and the sink run on core 1 (``otlp_harness.py``). Rounds interleave
-the systems (A, B, C, A, B, C, ...) in one sitting; each run reports:
+the payloads and systems in one sitting; each run reports:
 
-- **peak**: a fixed number of requests (256, 129,632 spans) sent in a
-  closed loop (8 requests in flight, refused ones sent again); spans per wall
-  second on the pinned core and per CPU second of the system, from the first
-  send until the sink has every span (after one unmeasured warm-up pass);
-- **latency** at half of B's median peak: send → arrival of a request's last
-  span at the sink, p50 and p99, for A, B, C, and B with a reorder window of 0
-  (``B0``: our processing alone, without the wait that orders late spans).
+- **peak**: a fixed number of requests (256) sent in a closed loop (8 requests in
+  flight, refused ones sent again); spans per wall second on the pinned core and
+  per CPU second of the system, from the first send until the sink has every span
+  (after one unmeasured warm-up pass);
+- **latency**, all-GenAI payload, at half of B's median peak: send → arrival of a
+  request's last span at the sink, p50 and p99, for A, G, T, B, and B with a reorder
+  window of 0 (``B0``: our processing alone, without the wait that orders late spans).
 
-Every pass is new to the processor: after each of its runs the benchmark reads the
-processor's ``/metrics`` and stops if any span was skipped as ``duplicate`` or ``late``
-(``processor_checks.py``).
-
-Targets: B's spans per CPU second at least A's; B's p99 at half B's peak no
-higher than A's at that rate. The Collector is built by ``scripts/build-otel
-collector`` (reused while ``collector/builder-config.yaml`` is unchanged).
+No figure without every span delivered once: after each run the sink must hold exactly
+the spans sent (``otlp_harness.delivered``), and the processor's ``/metrics`` must show
+no span skipped as ``duplicate`` or ``late`` (``processor_checks.py``); either stops the
+benchmark. The targets are judged in ``processor_report.py``. The Collector is built by
+``scripts/build-otel collector`` (reused while ``collector/builder-config.yaml`` is
+unchanged).
 """
 
 from __future__ import annotations
@@ -56,86 +58,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-from otlp_harness import Requests, Running, Sink, System, latencies, peak
-from processor_checks import check_run, metrics_endpoint
+import processor_phoenix as phoenix
+from otlp_harness import Requests, Running, Sink, System, delivered, latencies, peak
+from processor_checks import check_run
 from processor_inprocess import full_path
-from processor_payloads import SPANS_PER_REQUEST, count_spans, payloads
-from run_meta import commit, now, replace_block, results_file
+from processor_payloads import GENAI_SHARE, SPANS_PER_REQUEST, count_spans, mixed_payloads, payloads
+from processor_report import markdown, write_docs
+from processor_systems import balancer_system, collector_system, processor_system
+from run_meta import commit, now, results_file
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs" / "benchmarks.md"
 RESULTS = ROOT / "benchmarks" / "results" / "processor_throughput.json"
 RESULTS_SHOWN = "benchmarks/results/processor_throughput.json"
-BEGIN = "<!-- processor-throughput:begin (generated by benchmarks/processor_throughput.py) -->"
-END = "<!-- processor-throughput:end -->"
 SUT_CORE, HARNESS_CORE = 0, 1
 CONCURRENCY = 8
-
-
-# --------------------------------------------------------------------- systems
-
-
-def _collector_config(port: int, exporter: dict[str, Any], name: str) -> dict[str, Any]:
-    return {
-        "receivers": {"otlp": {"protocols": {"grpc": {"endpoint": f"127.0.0.1:{port}"}}}},
-        "processors": {"batch": {}},
-        "exporters": {name: exporter},
-        "service": {
-            "telemetry": {"metrics": {"level": "none"}, "logs": {"level": "warn"}},
-            "pipelines": {"traces": {"receivers": ["otlp"], "processors": ["batch"],
-                                     "exporters": [name]}},
-        },
-    }  # fmt: skip
-
-
-def _written(work: Path, name: str, config: dict[str, Any]) -> Path:
-    path = work / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return path
-
-
-def collector_systems(otelcol: str) -> list[System]:
-    """(A) the pass-through and (C) the load-balancing Collector."""
-
-    def passthrough(work: Path, port: int, sinks: list[int]) -> list[str]:
-        exporter = {"endpoint": f"127.0.0.1:{sinks[0]}", "tls": {"insecure": True}}
-        config = _collector_config(port, exporter, "otlp_grpc")
-        return [otelcol, "--config", str(_written(work, "collector", config))]
-
-    def balancer(work: Path, port: int, sinks: list[int]) -> list[str]:
-        exporter = {
-            "routing_key": "attributes",
-            "routing_attributes": ["compaction.conversation.id"],
-            "protocol": {"otlp": {"tls": {"insecure": True}}},
-            "resolver": {"static": {"hostnames": [f"127.0.0.1:{p}" for p in sinks[:2]]}},
-        }
-        config = _collector_config(port, exporter, "load_balancing")
-        return [otelcol, "--config", str(_written(work, "balancer", config))]
-
-    return [
-        System("A", "(A) Collector pass-through (otlp → batch → otlp_grpc)", 1, passthrough),
-        System("C", "(C) load-balancing Collector (otlp → batch → load_balancing)", 2, balancer),
-    ]
-
-
-def processor_system(key: str, window: float) -> System:
-    """(B) our processor in enrich mode with reorder window ``window``."""
-
-    def command(work: Path, port: int, sinks: list[int]) -> list[str]:
-        queue = Path(tempfile.mkdtemp(prefix="queue-", dir=work))
-        config = {
-            "receivers": {"otlp_grpc": f"127.0.0.1:{port}", "otlp_http": None},
-            "metrics": {"endpoint": metrics_endpoint(work, key)},  # read by check_run
-            "output": {"mode": "enrich", "log_findings": False},
-            "processing": {"reorder_window_seconds": window},
-            "forward": {"endpoint": f"127.0.0.1:{sinks[0]}", "queue": {"directory": str(queue)}},
-        }
-        path = _written(work, f"processor-{key}", config)
-        return [sys.executable, "-m", "otel_compaction", "processor", "--config", str(path)]
-
-    label = f"({key}) our processor, enrich, reorder window {window:g} s"
-    return System(key, label, 1, command)
+__all__ = ["main", "markdown", "measure"]
 
 
 # ----------------------------------------------------------------- measuring
@@ -145,28 +82,47 @@ Runs = dict[str, list[dict[str, float]]]
 """Per system key, one row of figures per round."""
 
 
+def _no_skips(system: System, work: Path) -> None:
+    """Our processor's runs: nothing skipped as ``duplicate`` or ``late`` (its ``/metrics``,
+    read while it runs)."""
+    if system.key.startswith("B"):
+        check_run(work, system.key)
+
+
+def _peak_run(system: System, sink: Sink, data: list[bytes], total: int, passes: tuple[int, int],
+              work: Path) -> dict[str, float]:  # fmt: skip
+    """One fresh run of ``system``: a warm-up pass, then ``total`` requests, both checked."""
+    with Running(system, work, sink, SUT_CORE) as sut:
+        peak(sut, sink, Requests(data, passes[0]), total=len(data), concurrency=CONCURRENCY)
+        result = peak(sut, sink, Requests(data, passes[1]), total=total, concurrency=CONCURRENCY)
+        _no_skips(system, work)
+    delivered(sink, result.spans, f"peak of {system.key} in {work}")
+    return vars(result)
+
+
 def _run_peaks(
-    systems: list[System], sink: Sink, data: list[bytes], rounds: int,
-    timing: dict[str, float], work: Path,
-) -> Runs:  # fmt: skip
-    out: Runs = {s.key: [] for s in systems}
-    out["D"] = []
+    systems: dict[str, list[System]], sink: Sink, data: dict[str, list[bytes]], rounds: int,
+    total: int, work: Path,
+) -> dict[str, Runs]:  # fmt: skip
+    out: dict[str, Runs] = {}
+    for name, group in systems.items():
+        out[name] = {s.key: [] for s in group}
+        out[name]["D"] = []
+    n = 0
     for r in range(rounds):
-        out["D"].append({"spans_per_cpu_s": _in_process(data)})
-        print(f"round {r + 1} D: {out['D'][-1]['spans_per_cpu_s']:,.0f} per CPU s", flush=True)
-        for n, system in enumerate(systems):
-            requests = Requests(data, first_pass=1 + 1000 * (r * len(systems) + n))
-            with Running(system, work / f"peak-{r}", sink, SUT_CORE) as sut:
-                warm = Requests(data, first_pass=900_000 + r * 10 + n)
-                peak(sut, sink, warm, total=len(data), concurrency=CONCURRENCY)  # a warm-up pass
-                result = peak(sut, sink, requests, total=int(timing["requests"]),
-                              concurrency=CONCURRENCY)  # fmt: skip
-                if system.key.startswith("B"):
-                    check_run(work / f"peak-{r}", system.key)  # no skipped span, or no figure
-            out[system.key].append(vars(result))
-            print(f"round {r + 1} peak {system.key}: {result.spans_per_s:,.0f} spans/s, "
-                  f"{result.spans_per_cpu_s:,.0f} per CPU s, CPU {result.cpu_utilisation:.0%}, "
-                  f"{result.refused_requests} refused", flush=True)  # fmt: skip
+        for name, group in systems.items():
+            out[name]["D"].append({"spans_per_cpu_s": _in_process(data[name])})
+            print(f"round {r + 1} {name} D: {out[name]['D'][-1]['spans_per_cpu_s']:,.0f} per "
+                  "CPU s", flush=True)  # fmt: skip
+            for system in group:
+                n += 1
+                passes = (900_000 + n, 1 + 1000 * n)
+                row = _peak_run(system, sink, data[name], total, passes, work / f"peak-{n}")
+                out[name][system.key].append(row)
+                print(f"round {r + 1} {name} peak {system.key}: {row['spans_per_s']:,.0f} "
+                      f"spans/s, {row['spans_per_cpu_s']:,.0f} per CPU s, CPU "
+                      f"{row['cpu_utilisation']:.0%}, {row['refused_requests']:.0f} refused",
+                      flush=True)  # fmt: skip
     return out
 
 
@@ -187,12 +143,14 @@ def _run_latency(
     for r in range(rounds):
         for n, system in enumerate(systems):
             requests = Requests(data, first_pass=500_000 + 1000 * (r * len(systems) + n))
-            with Running(system, work / f"latency-{r}", sink, SUT_CORE) as sut:
-                samples = sorted(latencies(sut, sink, requests, rate=rate,
-                                           warmup=timing["warmup"], seconds=timing["latency"],
-                                           spans_per_request=SPANS_PER_REQUEST))  # fmt: skip
-                if system.key.startswith("B"):
-                    check_run(work / f"latency-{r}", system.key)
+            run = work / f"latency-{r}-{system.key}"
+            with Running(system, run, sink, SUT_CORE) as sut:
+                samples, sent = latencies(sut, sink, requests, rate=rate,
+                                          warmup=timing["warmup"], seconds=timing["latency"],
+                                          spans_per_request=SPANS_PER_REQUEST)  # fmt: skip
+                _no_skips(system, run)
+            delivered(sink, sent, f"latency run of {system.key} in {run}")
+            samples.sort()
             row = {"p50_ms": 1000 * statistics.median(samples),
                    "p99_ms": 1000 * samples[int(0.99 * (len(samples) - 1))],
                    "requests": len(samples)}  # fmt: skip
@@ -285,100 +243,33 @@ def measure(quick: bool) -> dict[str, Any]:
     rounds = 2 if quick else 5
     timing = {"requests": 64, "warmup": 1.0, "latency": 4.0} if quick else {
         "requests": 256, "warmup": 3.0, "latency": 15.0}  # fmt: skip
-    data = payloads(200)
-    a, c = collector_systems(otelcol)
-    b, b0 = processor_system("B", 2.0), processor_system("B0", 0.0)
-    results: dict[str, Any] = {"machine": machine(otelcol), "rounds": rounds, "timing": timing,
-                               "payload": {"requests": len(data), "spans": count_spans(data),
-                                           "bytes": sum(map(len, data))}}  # fmt: skip
+    data = {"genai": payloads(200), "mix": mixed_payloads(30)}
+    a, g, t = (collector_system(otelcol, key) for key in "AGT")
+    b, b0, c = processor_system("B", 2.0), processor_system("B0", 0.0), balancer_system(otelcol)
+    results: dict[str, Any] = {
+        "machine": machine(otelcol), "rounds": rounds, "timing": timing, "quick": quick,
+        "payloads": {name: {"requests": len(d), "spans": count_spans(d),
+                            "bytes": sum(map(len, d))} for name, d in data.items()},
+        "genai_share": GENAI_SHARE,
+    }  # fmt: skip
     print(results["machine"], flush=True)
     sink = Sink(2, HARNESS_CORE)
     try:
         with tempfile.TemporaryDirectory(prefix="processor-throughput-") as tmp:
             work = Path(tmp)
-            results["peak"] = _run_peaks([a, b, c], sink, data, rounds, timing, work)
-            rate = statistics.median(r["spans_per_s"] for r in results["peak"]["B"]) / 2
+            systems = {"genai": [a, g, t, b, c], "mix": [a, g, t, b]}
+            results["peak"] = _run_peaks(systems, sink, data, rounds, int(timing["requests"]),
+                                         work)  # fmt: skip
+            rate = statistics.median(r["spans_per_s"] for r in results["peak"]["genai"]["B"]) / 2
             results["latency_rate"] = rate
-            results["latency"] = _run_latency([a, b, b0, c], sink, data, rounds, rate, timing,
-                                              work)  # fmt: skip
+            results["latency"] = _run_latency([a, g, t, b, b0], sink, data["genai"], rounds,
+                                              rate, timing, work)  # fmt: skip
+        results["phoenix"] = phoenix.measure(data["genai"], SUT_CORE)  # None: not installed
     finally:
         sink.close()
-    results["labels"] = {s.key: s.label for s in (a, b, b0, c)}
+    results["labels"] = {s.key: s.label for s in (a, g, t, b, b0, c)}
     results["labels"]["D"] = "(D) our processor's path in process, one thread, no network"
     return results
-
-
-# ------------------------------------------------------------------------ docs
-
-
-def _spread(values: list[float], fmt: str) -> str:
-    """Median (min–max) of the rounds."""
-    return f"{format(statistics.median(values), fmt)} ({format(min(values), fmt)}–" \
-           f"{format(max(values), fmt)})"  # fmt: skip
-
-
-def _peak_row(label: str, runs: list[dict[str, float]]) -> str:
-    per_cpu = _spread([r["spans_per_cpu_s"] for r in runs], ",.0f")
-    if "spans_per_s" not in runs[0]:  # (D): CPU time only
-        return f"| {label} | – | {per_cpu} | – | – |"
-    wall = _spread([r["spans_per_s"] for r in runs], ",.0f")
-    cpu = _spread([100 * r["cpu_utilisation"] for r in runs], ".0f")
-    return f"| {label} | {wall} | {per_cpu} | {cpu} | {sum(r['refused_requests'] for r in runs)} |"
-
-
-def markdown(results: dict[str, Any]) -> str:
-    """The generated block of docs/benchmarks.md."""
-    m, peaks, lat = results["machine"], results["peak"], results["latency"]
-    labels = results["labels"]
-    per_cpu = {k: statistics.median(r["spans_per_cpu_s"] for r in v) for k, v in peaks.items()}
-    p99 = {k: statistics.median(r["p99_ms"] for r in v) for k, v in lat.items()}
-    speed = per_cpu["B"] / per_cpu["A"]
-    latency_ok = p99["B"] <= p99["A"]
-    rows = [_peak_row(labels[k], v) for k, v in peaks.items()]
-    lat_rows = [
-        f"| {labels[k]} | {_spread([r['p50_ms'] for r in v], ',.1f')} "
-        f"| {_spread([r['p99_ms'] for r in v], ',.1f')} | {sum(r['requests'] for r in v)} |"
-        for k, v in lat.items()
-    ]
-    load = ", ".join(f"{x:.1f}" for x in m["load_average"])
-    return "\n".join([
-        BEGIN,
-        f"Run {m['date']}" + (f" at commit {m['commit']}" if "commit" in m else "")
-        + f" on {m['cpu']}, {m['cores']} vCPUs shared with other agents (load average "
-        f"{load} at the start), Python {m['python']}, {m['collector']}. Each system pinned to one "
-        f"core, load and sink on the other; {results['rounds']} rounds, interleaved, a fresh "
-        f"process per run; figures are the median of the rounds (lowest–highest in brackets). "
-        f"Payload: {results['payload']['spans']:,} spans in {results['payload']['requests']} "
-        f"requests ({results['payload']['bytes'] / results['payload']['spans']:.0f} bytes per "
-        "span), renamed on every pass so each pass is new conversations.",
-        "",
-        "| system | spans/s (wall, one core) | spans per CPU second | CPU of its core, % "
-        "| requests refused |",
-        "|---|---|---|---|---|",
-        *rows,
-        "",
-        f"Throughput target (B per CPU second ≥ A): **{'met' if speed >= 1 else 'not met'}**, "
-        f"B is {speed:.1%} of A ({per_cpu['B']:,.0f} against {per_cpu['A']:,.0f} spans per CPU "
-        f"second); the load-balancing tier (C) takes {per_cpu['C']:,.0f}.",
-        "",
-        f"Latency at half of B's median peak, {results['latency_rate']:,.0f} spans/s "
-        f"({results['latency_rate'] / SPANS_PER_REQUEST:.0f} requests of {SPANS_PER_REQUEST} "
-        "spans a second), send → last span at the sink:",
-        "",
-        "| system | p50 ms | p99 ms | requests (all rounds) |",
-        "|---|---|---|---|",
-        *lat_rows,
-        "",
-        f"Latency target (B's p99 ≤ A's): **{'met' if latency_ok else 'not met'}**, "
-        f"{p99['B']:,.1f} ms against {p99['A']:,.1f} ms (B0, no reorder window: "
-        f"{p99['B0']:,.1f} ms).",
-        END,
-    ])  # fmt: skip
-
-
-def write_docs(results: dict[str, Any]) -> None:
-    """Replace the generated block of ``docs/benchmarks.md`` (it must exist)."""
-    replace_block(DOCS, BEGIN, END, markdown(results))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -391,7 +282,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     parser.add_argument("--from-json", type=Path, help="render these results, measure nothing")
     parser.add_argument("--profile", action="store_true", help="only: where B's time goes")
+    parser.add_argument("--install-phoenix", action="store_true",
+                        help="only: build Arize Phoenix's venv, the optional peer")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.install_phoenix:
+        print(phoenix.install())
+        return 0
     if args.profile:
         for stage, share in profile(payloads(200)).items():
             print(f"{share:6.1%}  {stage}")
