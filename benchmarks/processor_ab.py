@@ -15,7 +15,9 @@ Prometheus reader) exactly as the service builds them. Two payloads:
 * **genai**: every span a GenAI engine input (``processor_payloads`` without tool
   spans: inference spans and a compaction span every 15th turn);
 * **mix15**: the same engine spans, 15% of all spans; the rest are a tool span per turn
-  and HTTP client and database spans (6-8 attributes each), as an agent's trace has.
+  and HTTP client and database spans (6-8 attributes each), as an agent's trace has;
+* **plain**: the mix's HTTP and database spans alone (a service without LLM calls whose
+  spans go through the same Collector and processor).
 
 A worker runs one warm-up pass, then ``--passes`` timed passes, each pass's ids new to
 the processor (``processor_payloads.tagged``): the figure is CPU microseconds per span
@@ -48,7 +50,7 @@ from run_meta import ROOT, commit, now
 
 from otel_compaction.otlp.attributes import key_values
 
-PAYLOADS = ("genai", "mix15")
+PAYLOADS = ("genai", "mix15", "plain")
 
 
 # --------------------------------------------------------------------- payloads
@@ -97,7 +99,8 @@ def _requests(spans: list[Span], resource: Any) -> list[bytes]:
 
 
 def build_payloads(conversations: int) -> dict[str, list[bytes]]:
-    """Both payloads: ``genai`` (engine spans only) and ``mix15`` (engine spans 15%)."""
+    """The payloads: ``genai`` (engine spans only), ``mix15`` (engine spans 15%), ``plain``
+    (no GenAI span)."""
     genai = payloads(conversations, tools=False)
     first = ExportTraceServiceRequest.FromString(genai[0]).resource_spans[0].resource
     mixed: list[Span] = []
@@ -111,7 +114,8 @@ def build_payloads(conversations: int) -> dict[str, list[bytes]]:
                 mixed.extend(_filler(span, n) for n in range(1, max(want, 0) + 1))
             else:
                 engine += 1
-    return {"genai": genai, "mix15": _requests(mixed, first)}
+    plain = [s for s in mixed if s.name in ("GET", "SELECT app.items")]
+    return {"genai": genai, "mix15": _requests(mixed, first), "plain": _requests(plain, first)}
 
 
 def engine_share(data: list[bytes]) -> tuple[int, int]:
