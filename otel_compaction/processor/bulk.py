@@ -38,6 +38,9 @@ else:
     _HASH = getattr(_matching, "_hash_attributes", None)
 
 
+_INF = float("inf")
+
+
 class BulkHistogram:
     """Values of one synchronous SDK histogram, held per attribute set until ``flush``.
 
@@ -64,10 +67,15 @@ class BulkHistogram:
     def flush(self) -> None:
         """Hand every held value to the SDK: merged in bulk, or recorded one by one."""
         pending, self._pending = self._pending, {}
-        for attributes, values in pending.values():
-            if not self._merge(attributes, values):
-                for value in values:
-                    self._instrument.record(value, attributes)
+        for attributes, held in pending.values():
+            # What the SDK refuses (a negative value) or cannot bucket (NaN, infinity) is
+            # left to ``record``, which handles it as it always did.
+            values = [v for v in held if 0.0 <= v < _INF]
+            odd = [v for v in held if not 0.0 <= v < _INF] if len(values) < len(held) else []
+            if values and not self._merge(attributes, values):
+                odd = held
+            for value in odd:
+                self._instrument.record(value, attributes)
 
     def _merge(self, attributes: Mapping[str, str], values: list[float]) -> bool:
         """Merge ``values`` into every reader's aggregation; False: record them instead."""

@@ -107,3 +107,17 @@ def test_values_whose_exemplar_would_be_sampled_are_recorded_one_by_one() -> Non
         [e[:2] for e in x] for x in (p["exemplars"] for p in one_by_one.points())
     ]
     assert [p["count"] for p in bulk.points()] == [p["count"] for p in one_by_one.points()]
+
+
+def test_values_the_sdk_refuses_are_left_to_it() -> None:
+    """A negative fraction is refused as ``record`` refuses it; the others still count."""
+    one_by_one, bulk = Side(), Side()
+    batch = BulkHistogram(bulk.metrics.token_fraction)
+    attributes = bulk.metrics.turn_attributes("anthropic")
+    for value in (0.5, -0.25, 0.75):
+        pressure = Pressure(1, 2, value, 0.0)
+        one_by_one.metrics.record_turn(TurnAnalysis("c", 1, pressure, PHASE), "anthropic")
+        batch.add(value, attributes)
+    batch.flush()
+    assert [p["count"] for p in bulk.points()] == [2]
+    assert bulk.points() == one_by_one.points()
