@@ -141,6 +141,15 @@ class CompactionMetrics:
         for stage in sc.ERROR_STAGES:
             self._errors.add(0, {sc.ERROR_STAGE: stage})
 
+    @property
+    def token_fraction(self) -> Any:
+        """The ``compaction.context.token_fraction`` histogram (the processor's in bulk)."""
+        return self._token_fraction
+
+    def turn_attributes(self, provider: str | None) -> dict[str, str]:
+        """The attribute set a turn of ``provider`` is recorded with (built once, shared)."""
+        return self._turn_attributes.cached(provider, _turn_attributes)
+
     def record_turn(
         self,
         analysis: TurnAnalysis,
@@ -149,7 +158,7 @@ class CompactionMetrics:
         context: Context | None = None,
     ) -> None:
         """Record the token fraction of one inference call (``context``: its span's)."""
-        attrs = self._turn_attributes.cached(provider, _turn_attributes)
+        attrs = self.turn_attributes(provider)
         self._token_fraction.record(analysis.pressure.token_fraction, attrs, context=context)
 
     def record_call(

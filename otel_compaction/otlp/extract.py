@@ -170,6 +170,11 @@ _KEY_D, _KEY_E = sc.GEN_AI_USAGE_PROMPT_TOKENS, sc.OPENINFERENCE_PROMPT_TOKENS
 _OPERATION, _OI_KIND = sc.GEN_AI_OPERATION_NAME, sc.OPENINFERENCE_SPAN_KIND
 _RAW = sc.LITELLM_RAW_REQUEST_SPAN
 _INFERENCE_OPERATIONS = frozenset(sc.INFERENCE_OPERATIONS)
+MARKERS = (b"gen_ai", b"compaction", _KEY_E.encode(), _OI_KIND.encode())
+"""Bytes in every span the loop in ``span_items`` reads further: each key it tests, and the
+names ``compaction`` and ``raw_gen_ai_request``, holds one. A request whose bytes hold none
+(a batch of HTTP, database, RPC spans) has no engine input and no GenAI span to count:
+four byte searches in C, and neither the view is parsed nor a span looked at."""
 _REPORTED = PhaseSource.REPORTED.value
 
 
@@ -204,7 +209,10 @@ def span_items(
     targets: bool = True,
 ) -> list[Item]:
     """``spans_to_items`` as a list (the pipeline's call: no generator per item)."""
-    view = parse_trace_view(request.SerializeToString() if data is None else data)
+    body = request.SerializeToString() if data is None else data
+    if not any(marker in body for marker in MARKERS):
+        return []
+    view = parse_trace_view(body)
     out: list[Item] = []
     append = out.append
     primary: set[bytes] | None = None  # LiteLLM's own call spans in this request, when needed
@@ -215,19 +223,20 @@ def span_items(
                 attrs = span.attributes
                 # A span with none of ENGINE_INPUT_KEYS is no engine input (a tool,
                 # HTTP or agent span): three map lookups and the name, and on to the next.
+                name = span.name
                 if not (
                     _KEY_A in attrs
                     or _KEY_B in attrs
                     or _KEY_C in attrs
                     or _KEY_D in attrs
                     or _KEY_E in attrs
-                    or span.name == sc.SPAN_COMPACTION
-                    or span.name == _RAW
+                    or name == sc.SPAN_COMPACTION
+                    or name == _RAW
                 ):
                     if _OPERATION in attrs or _OI_KIND in attrs:
-                        count_unread(span.name, attrs)  # a GenAI span we cannot use
+                        count_unread(name, attrs)  # a GenAI span we cannot use
                     continue
-                if span.name == _RAW:
+                if name == _RAW:
                     if primary is None:
                         primary = litellm_primary_spans(view)
                     if span.parent_span_id in primary:

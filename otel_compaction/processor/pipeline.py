@@ -312,6 +312,8 @@ class Pipeline:
                 logger.exception("cannot record the analysis of a span of %s",
                                  result.item.conversation_id)  # fmt: skip
                 self._skipped(result.item, ProcessorReason.ANALYSIS_ERROR)
+        if self.metrics is not None:
+            self.metrics.flush_turns()  # the step's turns, in bulk
         if findings and not self.enrich:
             self._emit_findings(findings)
         if late or self._rediscoveries:
@@ -337,7 +339,7 @@ class Pipeline:
         if result.turn is not None and result.turn.rediscovered:
             self._rediscovered(result.turn, item)
         if result.turn is not None and self.metrics is not None:
-            self.metrics.compaction.record_turn(result.turn, item.provider)
+            self.metrics.record_turn(result.turn, item.provider)
             if result.turn.transition is not None:
                 source = result.turn.phase.source.value
                 self.metrics.compaction.record_transition(result.turn.transition, source)

@@ -23,8 +23,10 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from otel_compaction import semconv as sc
 from otel_compaction.emit.metrics import CompactionMetrics, create_gauge, create_instrument
+from otel_compaction.model import TurnAnalysis
 from otel_compaction.otlp.decode import Signal
 from otel_compaction.otlp.dialects import unread_spans
+from otel_compaction.processor.bulk import BulkHistogram
 from otel_compaction.semconv import ProcessorReason, SnapshotReason
 
 TRANSPORTS = ("grpc", "http")
@@ -81,6 +83,7 @@ class ProcessorMetrics:
         )
         meter = self.provider.get_meter("otel_compaction.processor", schema_url=sc.SCHEMA_URL)
         self.compaction = CompactionMetrics(meter, livelocked=livelocked, active=active)
+        self._turns = BulkHistogram(self.compaction.token_fraction)
         self._received = create_instrument(meter, sc.METRIC_PROCESSOR_RECEIVED)
         self._rejected = create_instrument(meter, sc.METRIC_PROCESSOR_REJECTED)
         self._dropped = create_instrument(meter, sc.METRIC_PROCESSOR_DROPPED)
@@ -106,6 +109,15 @@ class ProcessorMetrics:
         for problem in SnapshotReason:
             self.snapshot_discarded(problem, 0)
         self._write_errors.add(0)
+
+    def record_turn(self, turn: TurnAnalysis, provider: str | None) -> None:
+        """Hold one turn's token fraction (``CompactionMetrics.record_turn``'s series) until
+        ``flush_turns``, which hands a step's turns to the SDK in bulk (``processor.bulk``)."""
+        self._turns.add(turn.pressure.token_fraction, self.compaction.turn_attributes(provider))
+
+    def flush_turns(self) -> None:
+        """Hand the turns held since the last call to the SDK."""
+        self._turns.flush()
 
     def received(self, signal: Signal, transport: str, count: int) -> None:
         """Count items accepted by a receiver."""

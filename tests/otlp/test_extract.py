@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
@@ -159,3 +160,41 @@ def test_an_uncounted_call_of_our_conversation_is_not_a_turn() -> None:
             span.attributes.add(key=sc.TURN_INDEX).value.int_value = index
     items = list(spans_to_items(request))
     assert [i.turn_index for i in items] == [7]
+
+
+def test_every_key_and_name_that_routes_a_span_holds_a_marker() -> None:
+    """The request-level byte test cannot skip a span the span loop would read or count."""
+    from otel_compaction.otlp import extract
+
+    routed = (
+        *extract.ENGINE_INPUT_KEYS,
+        sc.GEN_AI_USAGE_PROMPT_TOKENS,
+        sc.OPENINFERENCE_PROMPT_TOKENS,
+        sc.GEN_AI_OPERATION_NAME,
+        sc.OPENINFERENCE_SPAN_KIND,
+        sc.SPAN_COMPACTION,
+        sc.LITELLM_RAW_REQUEST_SPAN,
+    )
+    for text in routed:
+        assert any(marker in text.encode() for marker in extract.MARKERS), text
+
+
+def test_a_request_without_genai_spans_is_not_parsed_further(monkeypatch: Any) -> None:
+    """HTTP and database spans only: no items, and the attribute view is never built."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from otel_compaction.otlp import extract
+
+    def fail(_data: bytes) -> None:
+        raise AssertionError("the view was parsed")
+
+    request = ExportTraceServiceRequest()
+    spans = request.resource_spans.add().scope_spans.add().spans
+    for n in range(3):
+        span = spans.add(name="GET", trace_id=b"t" * 16, span_id=bytes([n + 1]) * 8)
+        span.attributes.extend(key_values({"http.request.method": "GET", "server.port": 443}))
+    monkeypatch.setattr(extract, "parse_trace_view", fail)
+    assert extract.span_items(request) == []
+    spans[1].attributes.extend(key_values({sc.GEN_AI_USAGE_INPUT_TOKENS: 5}))
+    with pytest.raises(AssertionError, match="the view was parsed"):
+        extract.span_items(request)  # a GenAI key: the view is parsed

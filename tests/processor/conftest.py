@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from otel_compaction import semconv as sc
 from otel_compaction.emit.metrics import CompactionMetrics
 from otel_compaction.otlp.decode import Signal
+from otel_compaction.processor.bulk import BulkHistogram
 from otel_compaction.processor.config import ProcessorConfig, load_config
 from otel_compaction.processor.pipeline import Pipeline
 from otel_compaction.processor.queue import PersistentQueue
@@ -94,8 +95,17 @@ def metrics_pipeline(tmp_path: Path) -> tuple[Pipeline, InMemoryMetricReader]:
     counters of received, rejected and dropped items are not looked at)."""
     reader = InMemoryMetricReader()
     meter = MeterProvider(metric_readers=[reader]).get_meter("test")
+    compaction = CompactionMetrics(meter)
+    turns = BulkHistogram(compaction.token_fraction)
     metrics: Any = SimpleNamespace(
-        compaction=CompactionMetrics(meter), received=_ignore, rejected=_ignore, dropped=_ignore
+        compaction=compaction,
+        record_turn=lambda turn, provider: turns.add(
+            turn.pressure.token_fraction, compaction.turn_attributes(provider)
+        ),
+        flush_turns=turns.flush,
+        received=_ignore,
+        rejected=_ignore,
+        dropped=_ignore,
     )
     config = make_config(tmp_path)
     assert config.forward.queue.directory is not None
