@@ -15,7 +15,9 @@ fraction without a span context, so under the SDK's default ``trace_based`` filt
 ``always_off``) they never had one. When the filter would sample one (``always_on``, or a
 sampled span current on the pipeline thread), or when the SDK's internals are not those
 this module was written against (``opentelemetry-sdk`` 1.45), every value goes through
-``record`` as before.
+``record`` as before. The merge is made only under the SDK releases it was read against
+(:data:`MERGED_SDK_RELEASES`): a later release that kept the names but changed their meaning
+would otherwise export wrong counts, where the fallback only costs time.
 """
 
 from __future__ import annotations
@@ -26,16 +28,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry.context import get_current
+from opentelemetry.sdk.version import __version__ as _SDK_VERSION
 
-try:  # the SDK's private pieces the merge needs; absent: every value is recorded
-    from opentelemetry.sdk.metrics._internal import _view_instrument_match as _matching
-    from opentelemetry.sdk.metrics._internal import aggregation as _aggregations
-except ImportError:  # pragma: no cover - other SDK versions
-    _HISTOGRAM: Any = None
-    _HASH: Any = None
-else:
-    _HISTOGRAM = getattr(_aggregations, "_ExplicitBucketHistogramAggregation", None)
-    _HASH = getattr(_matching, "_hash_attributes", None)
+MERGED_SDK_RELEASES = ("1.45.",)
+"""The SDK releases whose private aggregation this module merges into, as read and tested;
+under any other release every value goes through ``record`` (slower, never wrong)."""
+
+_HISTOGRAM: Any = None
+_HASH: Any = None
+if _SDK_VERSION.startswith(MERGED_SDK_RELEASES):  # pragma: no branch
+    try:  # the SDK's private pieces the merge needs; absent: every value is recorded
+        from opentelemetry.sdk.metrics._internal import _view_instrument_match as _matching
+        from opentelemetry.sdk.metrics._internal import aggregation as _aggregations
+    except ImportError:  # pragma: no cover - a release that moved them
+        pass
+    else:
+        _HISTOGRAM = getattr(_aggregations, "_ExplicitBucketHistogramAggregation", None)
+        _HASH = getattr(_matching, "_hash_attributes", None)
 
 
 _INF = float("inf")

@@ -5,17 +5,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from opentelemetry import trace
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import AlwaysOnExemplarFilter, MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.version import __version__ as _SDK_VERSION
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from prometheus_client import CollectorRegistry, generate_latest
 
 from otel_compaction import semconv as sc
 from otel_compaction.emit.metrics import CompactionMetrics
 from otel_compaction.model import PhaseEstimate, Pressure, TurnAnalysis
+from otel_compaction.processor import bulk as bulk_module
 from otel_compaction.processor.bulk import BulkHistogram
 from otel_compaction.semconv import PhaseSource
 
@@ -120,4 +123,30 @@ def test_values_the_sdk_refuses_are_left_to_it() -> None:
         batch.add(value, attributes)
     batch.flush()
     assert [p["count"] for p in bulk.points()] == [2]
+    assert bulk.points() == one_by_one.points()
+
+
+def test_the_merge_is_taken_under_the_release_it_was_read_against(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Under the installed SDK (a release in ``MERGED_SDK_RELEASES``) no value goes through
+    ``record``, so the equality above compares the merge, not the fallback."""
+    assert _SDK_VERSION.startswith(bulk_module.MERGED_SDK_RELEASES)
+    side = Side()
+    recorded: list[float] = []
+    monkeypatch.setattr(
+        side.metrics.token_fraction, "record", lambda v, *a, **k: recorded.append(v)
+    )
+    batch = BulkHistogram(side.metrics.token_fraction)
+    batch.add(0.5, side.metrics.turn_attributes("anthropic"))
+    batch.flush()
+    assert recorded == []
+    assert [p["count"] for p in side.points()] == [1]
+
+
+def test_another_release_records_every_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the private pieces (another SDK release) every value goes through ``record``."""
+    monkeypatch.setattr(bulk_module, "_HISTOGRAM", None)
+    one_by_one, bulk = Side(), Side()
+    _record_both(one_by_one, bulk, steps=7)
     assert bulk.points() == one_by_one.points()
