@@ -40,9 +40,9 @@ def base_url() -> Iterator[str]:
 
 
 def settle() -> None:
-    """Wait for LiteLLM's logging pool to report the calls in flight (at most 5 s)."""
+    """Wait for LiteLLM's logging pool to report the calls in flight (at most 60 s)."""
     callback = _handler.installed()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while callback is not None and len(callback.observer) and time.monotonic() < deadline:
         time.sleep(0.01)
 

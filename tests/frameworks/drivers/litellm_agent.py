@@ -220,11 +220,11 @@ def break_everything() -> None:
 
 
 def settle() -> None:
-    """Wait (at most 5 s) for LiteLLM's logging pool to report the calls still in flight."""
+    """Wait (at most 60 s) for LiteLLM's logging pool to report the calls still in flight."""
     from otel_compaction.instrument.litellm import _handler
 
     callback = _handler.installed() if "litellm" in sys.modules else None
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while callback is not None and len(callback.observer) and time.monotonic() < deadline:
         time.sleep(0.01)
 
