@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
+import os
+import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -19,6 +24,29 @@ def commit(tree: Path = ROOT) -> str:
 
     head = git("rev-parse", "--short", "HEAD") or "unknown"
     return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def python_m(module: str, tree: Path | None = None) -> tuple[list[str], dict[str, str]]:
+    """The command running ``python -m module`` of these benchmarks (from ``cwd=ROOT``), and the
+    environment variables it adds.
+
+    With ``tree``, another checkout, the process imports that checkout's ``otel_compaction``
+    and still this checkout's ``benchmarks``: ``-P`` keeps the working directory off the path,
+    and ``PYTHONPATH`` holds a folder with only ``benchmarks`` in it, then ``tree``.
+    """
+    if tree is None:
+        return [sys.executable, "-m", module], {}
+    path = f"{_harness_only()}{os.pathsep}{tree}"
+    return [sys.executable, "-P", "-m", module], {"PYTHONPATH": path}
+
+
+@functools.cache
+def _harness_only() -> Path:
+    """A temporary folder whose one entry links to this checkout's ``benchmarks``."""
+    folder = Path(tempfile.mkdtemp(prefix="benchmarks-path-"))
+    (folder / "benchmarks").symlink_to(ROOT / "benchmarks", target_is_directory=True)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def now() -> str:

@@ -6,12 +6,12 @@
 
 Each side is either a checkout of this repository (a path: ``.`` is this one), run as ``ours``
 with that checkout's ``otel_compaction`` first on ``PYTHONPATH``, or a configuration key of
-``overhead_configs`` (``official``, ``openllmetry``, ``telemetry_floor``...), run from this
+``configs`` (``official``, ``openllmetry``, ``telemetry_floor``...), run from this
 tree. The harness (worker, client, transport, histories) is always this tree's, so only the
 package differs between checkouts; each worker reports where it imported ``otel_compaction``
 from, and a side whose worker did not import its checkout's stops the run.
 
-Every round runs one worker process (``overhead_worker.py``, the benchmark's own) per side in
+Every round runs one worker process (``overhead/worker.py``, the benchmark's own) per side in
 a shuffled order, anthropic, non-streaming (``--stream``: streaming too), the cells in the
 same order for every side. Per side and cell the figure is the median over rounds of each
 process's median own time (call time minus time inside the SDK, as in the benchmark's
@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from instrumentation_overhead import PLAN, run_worker
-from overhead_configs import BY_KEY
-from run_meta import ROOT, commit, now
+from benchmarks._meta import ROOT, commit, now
+from benchmarks.overhead.configs import BY_KEY
+from benchmarks.overhead.run import PLAN, run_worker
 
 CellKey = tuple[bool, int]  # stream, length
 

@@ -23,7 +23,7 @@ class InnerClock:
     """Accumulates the nanoseconds spent inside the SDK's create call and stream steps.
 
     ``clock`` is the clock the shims read: wall time (``time.perf_counter_ns``) for the
-    benchmark, the thread's CPU time for ``overhead_stages.py``.
+    benchmark, the thread's CPU time for ``overhead/stages.py``.
     """
 
     def __init__(self, clock: Callable[[], int] = time.perf_counter_ns) -> None:

@@ -86,8 +86,8 @@ CONFIGS: tuple[Config, ...] = (
         "telemetry_floor",
         "(f) ours' telemetry alone",
         providers=("anthropic",),
-        instrumentors={"anthropic": "overhead_floor:TelemetryFloorInstrumentor"},
-        note="ours' span and four histogram records with no analysis (overhead_floor.py)",
+        instrumentors={"anthropic": "benchmarks.overhead.floor:TelemetryFloorInstrumentor"},
+        note="ours' span and four histogram records with no analysis (overhead/floor.py)",
     ),
 )
 
@@ -98,4 +98,4 @@ OURS = "ours"
 COMPETITORS = ("openllmetry", "official", "openinference")
 OWN_TIME_EXACT = (BASELINE, "openllmetry", "official", OURS, "telemetry_floor")
 """Configurations whose hooks all sit outside the SDK call, so call time minus time inside it
-(``overhead_clock``) is exactly their own time; the SDK's span and OpenInference work inside."""
+(``clock``) is exactly their own time; the SDK's span and OpenInference work inside."""

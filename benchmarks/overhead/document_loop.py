@@ -13,7 +13,7 @@ One process per configuration (``plain``: the SDK alone; ``ours``) per pass, the
 interleaved. Each process makes 9 untimed calls (the thread's 8 recent conversations and
 one more), then the timed calls, each a new document; a ``gc.collect()`` before each call.
 Per call: CPU time of the process, wall time, and own time (wall time outside the SDK's
-``create``, ``overhead_clock``). Added = median(ours) - median(plain), pooled over passes.
+``create``, ``clock``). Added = median(ours) - median(plain), pooled over passes.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from overhead_clock import InnerClock
-from run_meta import ROOT, commit, now, results_file
+from benchmarks._meta import ROOT, commit, now, python_m, results_file
+from benchmarks.overhead.clock import InnerClock
 
 SIZES = (100_000, 400_000, 1_000_000)
 CONFIGS = ("plain", "ours")
@@ -62,7 +62,8 @@ def worker(config: str, size: int, calls: int, seed: int) -> dict[str, Any]:
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
     from opentelemetry.sdk.trace import TracerProvider
-    from overhead_history import canned_handler
+
+    from benchmarks.overhead.history import canned_handler
 
     clock = InnerClock()
     clock.install()
@@ -105,9 +106,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for pass_no in range(args.passes):
         rng.shuffle(units)
         for config, size in units:
-            argv = [sys.executable, __file__, "--worker", config, str(size), str(args.calls)]
+            argv = [*python_m("benchmarks.overhead.document_loop")[0], "--worker", config]
+            argv += [str(size), str(args.calls)]
             argv.append(str(args.seed + 1_000 * pass_no))
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=1_800, check=False)
+            done = subprocess.run(
+                argv, cwd=ROOT, capture_output=True, text=True, timeout=1_800, check=False
+            )
             if done.returncode != 0:
                 raise SystemExit(f"{config} at {size} failed:\n{done.stderr[-2_000:]}")
             result = json.loads(done.stdout)

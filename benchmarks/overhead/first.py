@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from overhead_report import per_call_ms
+from benchmarks.overhead.report import per_call_ms
 
 CONFIGS = ("plain", "official", "ours")
 """Who runs first-call cells: the baseline, python-genai (the peer of the target) and ours."""

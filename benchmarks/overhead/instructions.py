@@ -4,8 +4,8 @@
     benchmarks/run instructions /tmp/before,.,plain [--length 20] [--calls 40] [--json FILE]
 
 Each side is a checkout of this repository (a path: ``.`` is this one) or a configuration
-key of ``overhead_configs`` (``plain``: the SDK alone, no instrumentation), as in
-``overhead_ab``. Each side runs one worker process under ``valgrind --tool=callgrind
+key of ``benchmarks.overhead.configs`` (``plain``: the SDK alone, no instrumentation), as in
+``benchmarks.overhead.ab``. Each side runs one worker process under ``valgrind --tool=callgrind
 --instr-atstart=no`` with ``PYTHONHASHSEED=0``: the benchmark's agent (anthropic,
 non-streaming, the same client, transport and histories as the overhead benchmark) makes
 ``--warmup`` calls uncounted, then counting is switched on (``callgrind_control -i on``) for
@@ -36,8 +36,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from overhead_ab import Side, parse_side
-from run_meta import ROOT, commit, now
+from benchmarks._meta import ROOT, commit, now, python_m
+from benchmarks.overhead.ab import Side, parse_side
 
 _GC = re.compile(r"gcmodule|traverse|visit_|VisitInstance|MaybeUntrack")
 """The garbage collector's functions in CPython's source (as callgrind_annotate names them)."""
@@ -46,10 +46,10 @@ _LINE = re.compile(r"^\s*([\d,]+)\s+\([^)]*\)\s+(.*)$")
 
 def worker(config: str, length: int, warmup: int, calls: int) -> None:
     """Inside valgrind: the benchmark's agent, ``calls`` counted calls after the warmup."""
-    import overhead_worker as bench
-    from overhead_clock import InnerClock
-    from overhead_configs import BY_KEY
-    from overhead_history import anthropic_history
+    from benchmarks.overhead import worker as bench
+    from benchmarks.overhead.clock import InnerClock
+    from benchmarks.overhead.configs import BY_KEY
+    from benchmarks.overhead.history import anthropic_history
 
     _, tracer_provider, _, meter_provider = bench.providers()
     clock = InnerClock(time.thread_time_ns)
@@ -90,14 +90,13 @@ def count_side(side: Side, length: int, warmup: int, calls: int, out: Path) -> d
     and inside the collector."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.update(PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
-    if side.tree is not None:
-        env["PYTHONPATH"] = str(side.tree)
-    here = Path(__file__).resolve()
+    command, extra = python_m("benchmarks.overhead.instructions", side.tree)
+    env.update(extra)
     valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"]
     worker_args = ["--worker", side.config, str(length), str(warmup), str(calls)]
     proc = subprocess.run(
-        [*valgrind, sys.executable, str(here), *worker_args],
-        cwd=ROOT / "benchmarks",
+        [*valgrind, *command, *worker_args],
+        cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,

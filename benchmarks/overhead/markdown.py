@@ -11,10 +11,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from overhead_configs import BASELINE, BY_KEY, OURS, OWN_TIME_EXACT
-from overhead_report import BEGIN, END, SECTION, TARGETS_BEGIN, TARGETS_END, Row
-from overhead_targets import Verdict
-
+from benchmarks.overhead.configs import BASELINE, BY_KEY, OURS, OWN_TIME_EXACT
+from benchmarks.overhead.report import BEGIN, END, SECTION, TARGETS_BEGIN, TARGETS_END, Row
+from benchmarks.overhead.targets import Verdict
 from otel_compaction import semconv
 
 
@@ -108,7 +107,7 @@ def _bytes(size: int) -> str:
 
 OWN_NOTE = (
     "Wall time of the call minus the time spent inside the SDK's `create` and stream steps, "
-    "measured by shims installed under every instrumentation (`benchmarks/overhead_clock.py`); "
+    "measured by shims installed under every instrumentation (`benchmarks/overhead/clock.py`); "
     "the uninstrumented row is the shims' own cost, the others are added to it. No comparison "
     "across processes is involved, so this resolves tenths of a millisecond even at 2,000 "
     "messages. Only for configurations whose hooks all sit outside the SDK call: the SDK's "
@@ -119,7 +118,7 @@ TARGETS_NOTE = (
     "1.5 x python-genai, ours at 2,000 messages - 2 x ours at 20, ...), taken within each pass "
     "and averaged over passes with their 90 % confidence interval: **met** when every interval "
     "is below zero, **missed** when one is above, **within noise** otherwise. Own time where "
-    "both sides have it exactly, CPU time against OpenInference (`benchmarks/overhead_targets.py`)."
+    "both sides have it exactly, CPU time against OpenInference (`benchmarks/overhead/targets.py`)."
 )
 
 

@@ -7,7 +7,7 @@ Usage (``benchmarks/run`` runs it in the benchmark venv, ``.venv-bench``)::
     benchmarks/run overhead --profile ours
     benchmarks/run overhead --from-json benchmarks/results/instrumentation_overhead.json
 
-Every configuration (see ``overhead_configs.py``) runs in its own process, once per pass; each
+Every configuration (see ``overhead/configs.py``) runs in its own process, once per pass; each
 pass runs all configurations in a shuffled order, so drift of the shared machine spreads over
 all of them. The numbers are pooled over passes: median and p90 of per-call time, and
 added = median(configuration) - median(uninstrumented).
@@ -30,14 +30,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from overhead_configs import BY_KEY, CONFIGS, PROVIDERS
-from overhead_first import first_cells, render_first, summarize_first
-from overhead_markdown import render, render_targets, update_doc, update_targets
-from overhead_report import summarize
-from overhead_targets import evaluate_targets
-from run_meta import ROOT, commit, now
+from benchmarks._meta import ROOT, commit, now, python_m
+from benchmarks.overhead.configs import BY_KEY, CONFIGS, PROVIDERS
+from benchmarks.overhead.first import first_cells, render_first, summarize_first
+from benchmarks.overhead.markdown import render, render_targets, update_doc, update_targets
+from benchmarks.overhead.report import summarize
+from benchmarks.overhead.targets import evaluate_targets
 
-WORKER = Path(__file__).resolve().parent / "overhead_worker.py"
+WORKER = "benchmarks.overhead.worker"
 # (warm-up steps, timed calls) per pass, by provider and history length; the lengths of a
 # provider's plan are its default lengths. The openai SDK alone takes ~0.36 s per call at 2,000
 # messages, with a spread between processes (tens of ms) that swamps every instrumentation's
@@ -120,7 +120,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # A smoke run's numbers are not results: they stay out of the repository.
     results = Path(tempfile.gettempdir()) if args.quick else ROOT / "benchmarks" / "results"
     suffix = "-quick" if args.quick else ""
-    args.json = args.json or results / f"instrumentation_overhead{suffix}.json"
+    args.json = args.json or results / f"benchmarks.overhead.run{suffix}.json"
     if args.doc is None and not args.quick:
         args.doc = ROOT / "docs" / "benchmarks.md"
     if args.no_doc or args.profile:
@@ -143,12 +143,10 @@ def cells_for(provider: str, lengths: list[int] | None, quick: bool) -> list[dic
     return cells
 
 
-def _worker_env(tree: Path | None) -> dict[str, str]:
+def _worker_env(extra: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(_ENV_PREFIXES)}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    if tree is not None:
-        env["PYTHONPATH"] = str(tree)
-    return env
+    return env | extra
 
 
 def run_worker(spec: dict[str, Any], tmp: Path, tree: Path | None = None) -> dict[str, Any]:
@@ -162,11 +160,12 @@ def run_worker(spec: dict[str, Any], tmp: Path, tree: Path | None = None) -> dic
         tmp / f"{name}.{ext}" for ext in ("spec.json", "out.json", "stderr")
     )
     spec_path.write_text(json.dumps(spec))
+    command, extra = python_m(WORKER, tree)
     with err_path.open("wb") as err:
         proc = subprocess.run(
-            [sys.executable, str(WORKER), str(spec_path), str(out_path)],
+            [*command, str(spec_path), str(out_path)],
             cwd=ROOT,
-            env=_worker_env(tree),
+            env=_worker_env(extra),
             stdout=subprocess.DEVNULL,
             stderr=err,
             timeout=900,

@@ -2,7 +2,7 @@
 
     benchmarks/run stages [--length 20,2000] [--calls 400] [--count-calls] [--json FILE]
 
-Runs the benchmark's agent (``overhead_worker.Agent``: the same client, transport and
+Runs the benchmark's agent (``benchmarks.overhead.worker.Agent``: the same client, transport and
 histories as the overhead benchmark) with ours, anthropic, non-streaming, and replaces the
 functions of ``STAGES`` with timers of the thread's CPU time. Prints the call's own time
 (outside the SDK) and each stage's mean per timed call. Stages nest (``begin`` holds ``place``
@@ -15,7 +15,7 @@ table. A stage that no longer resolves, or whose timer never fires during the ca
 no longer goes through that name), stops the run with an error naming it:
 ``tests/benchmarks/test_overhead_tools.py`` runs the tool, so a move of any of them fails the
 tests until the table follows. A reading aid for ``docs/benchmarks.md``, not a benchmark of
-record: the side-by-side figures come from ``instrumentation_overhead.py``.
+record: the side-by-side figures come from ``overhead/run.py``.
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import overhead_worker as worker
-from overhead_clock import InnerClock
-from overhead_configs import BY_KEY
-from overhead_history import anthropic_history
-from run_meta import commit, now
+from benchmarks._meta import commit, now
+from benchmarks.overhead import worker
+from benchmarks.overhead.clock import InnerClock
+from benchmarks.overhead.configs import BY_KEY
+from benchmarks.overhead.history import anthropic_history
 
 _CALL = "otel_compaction.instrument._call"
 
@@ -255,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(run(length, args.calls, args.warmup, counter, parts))
             print("\n".join(lines(results[-1])), flush=True)
     except StageError as exc:
-        print(f"overhead_stages: {exc}", file=sys.stderr)
+        print(f"benchmarks.overhead.stages: {exc}", file=sys.stderr)
         return 1
     if args.json:
         command = " ".join(["benchmarks/run stages", *(sys.argv[1:] if argv is None else argv)])

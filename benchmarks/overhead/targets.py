@@ -7,7 +7,7 @@ shared machine cancels; the mean over passes and its 90 % confidence interval de
 when the whole interval is below zero, ``missed`` when it is above, ``within noise``
 otherwise. A statement is met when every one of its differences is met, missed when any is.
 
-The clock is own time (call time minus time inside the SDK, ``overhead_clock``) wherever both
+The clock is own time (call time minus time inside the SDK, ``clock``) wherever both
 sides of a difference have exact own time (``OWN_TIME_EXACT``): it is measured in one process
 and resolves tenths of a millisecond at every length. Differences with OpenInference, which
 also works inside the SDK call, use the process's CPU time per call.
@@ -20,8 +20,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from overhead_configs import BY_KEY, OURS, OWN_TIME_EXACT
-from overhead_report import Row
+from benchmarks.overhead.configs import BY_KEY, OURS, OWN_TIME_EXACT
+from benchmarks.overhead.report import Row
 
 # Two-sided 90 % Student t quantiles by degrees of freedom.
 _T90 = {1: 6.314, 2: 2.920, 3: 2.353, 4: 2.132, 5: 2.015, 6: 1.943, 7: 1.895, 8: 1.860}

@@ -1,6 +1,6 @@
 """One configuration, one process: instrument, verify the spans, time the calls, write JSON.
 
-Run by ``instrumentation_overhead.py`` as ``python overhead_worker.py SPEC.json OUT.json``, one
+Run by ``overhead/run.py`` as ``python overhead/worker.py SPEC.json OUT.json``, one
 process per configuration per pass, so no instrumentation needs to uninstrument cleanly and no
 import-time patch leaks into another configuration.
 
@@ -32,10 +32,12 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
-from overhead_clock import InnerClock
-from overhead_configs import BY_KEY, Config
-from overhead_first import run_first_cell
-from overhead_history import (
+
+import otel_compaction
+from benchmarks.overhead.clock import InnerClock
+from benchmarks.overhead.configs import BY_KEY, Config
+from benchmarks.overhead.first import run_first_cell
+from benchmarks.overhead.history import (
     MODEL_ANTHROPIC,
     MODEL_OPENAI,
     SYSTEM_PROMPT,
@@ -46,8 +48,6 @@ from overhead_history import (
     openai_history,
     openai_tools,
 )
-
-import otel_compaction
 from otel_compaction import semconv
 
 Call = Callable[[list[Message], bool], int]
@@ -304,7 +304,7 @@ def _metric_totals(reader: InMemoryMetricReader) -> dict[str, float]:
 def _first_cell(
     spec: dict[str, Any], cell: dict[str, Any], call: Call, proc: DroppingSpanProcessor
 ) -> dict[str, Any]:
-    """A first-call cell (``overhead_first``), its first timed call's spans kept."""
+    """A first-call cell (``benchmarks.overhead.first``), its first timed call's spans kept."""
 
     def capture(on: bool) -> list[dict[str, Any]]:
         proc.capture = on
@@ -337,7 +337,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "config": config.key,
         "provider": spec["provider"],
         "pass": spec["pass"],
-        # Where ours came from: an A/B of two checkouts (overhead_ab.py) checks it.
+        # Where ours came from: an A/B of two checkouts (overhead/ab.py) checks it.
         "package_path": str(Path(otel_compaction.__file__).resolve().parent),
     }
     proc, tracer_provider, reader, meter_provider = providers()

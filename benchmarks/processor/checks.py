@@ -1,6 +1,6 @@
 """What voids a processor benchmark run: spans the processor skipped instead of processing.
 
-Every pass of every payload must be new to the processor (``processor_payloads``); a span
+Every pass of every payload must be new to the processor (``benchmarks.processor.payloads``); a span
 it skips as a ``duplicate`` (or a turn as ``late``) costs almost nothing, so a run with any
 measures the skip path, not the processor. The benchmark reads the processor's own
 ``/metrics`` after each run and stops with :class:`SkippedSpans` if it counted any.

@@ -35,7 +35,8 @@ from typing import Any
 
 import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from processor_payloads import count_spans, tagged
+
+from benchmarks.processor.payloads import count_spans, tagged
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 _TAG = re.compile(rb"#Q(\d{6})#")

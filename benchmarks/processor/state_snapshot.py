@@ -22,8 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from run_meta import commit, now
-
+from benchmarks._meta import commit, now
 from otel_compaction.config import Settings
 from otel_compaction.model import CompactionObservation, TurnObservation
 from otel_compaction.otlp.state import ConversationState

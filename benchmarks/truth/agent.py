@@ -18,16 +18,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from truth_model import CallRecord, CompactionTruth
-from truth_phases import PhasePlan
-from truth_text import TextSource, carried, summary
-from truth_wire import Item, ToolSpec
-
+from benchmarks.truth.model import CallRecord, CompactionTruth
+from benchmarks.truth.phases import PhasePlan
+from benchmarks.truth.text import TextSource, carried, summary
+from benchmarks.truth.wire import Item, ToolSpec
 from otel_compaction import conversation, report_phase
 from otel_compaction.testing.llm_api import Reply, ToolCall, estimate_tokens
 
 if TYPE_CHECKING:
-    from truth_run import Run
+    from benchmarks.truth.run import Run
 
 CLEARED = "[cleared]"
 

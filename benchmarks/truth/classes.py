@@ -1,6 +1,6 @@
 """The generated classes of the truth harness: one function per class, a few lines each.
 
-A class is a function of a :class:`~truth_run.Run` that creates agents and drives
+A class is a function of a :class:`~benchmarks.truth.run.Run` that creates agents and drives
 them; every compaction method of the agent records its own truth. To add a class::
 
     @truth_class("my_class", "one line: what it generates and why")
@@ -20,9 +20,9 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from truth_agent import Agent
-from truth_run import Run
-from truth_wire import SERVER_WIRES, WIRES
+from benchmarks.truth.agent import Agent
+from benchmarks.truth.run import Run
+from benchmarks.truth.wire import SERVER_WIRES, WIRES
 
 
 @dataclass(frozen=True, slots=True)

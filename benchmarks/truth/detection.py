@@ -5,7 +5,7 @@
     benchmarks/run detection-truth --classes fixed_prefix,whole_history --runs 20 --no-doc
     benchmarks/run detection-truth --from-json benchmarks/results/detection_truth.json.gz
 
-Every class of ``truth_classes`` runs ``--runs`` times (run ``i`` of class ``c`` has the
+Every class of ``benchmarks.truth.classes`` runs ``--runs`` times (run ``i`` of class ``c`` has the
 seed ``"<seed>:<c>:<i>"``) in worker processes with ``PYTHONHASHSEED`` set to the first
 ``--hash-seeds`` value; every ``--determinism-every``-th run is run again in two fresh
 processes, one per hash seed, and the canonical spans of the three are compared. The
@@ -29,12 +29,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(HERE))
-
-from truth_classes import CLASSES  # noqa: E402
-from truth_report import aggregate, calibration, render, update_doc  # noqa: E402
+from benchmarks._meta import ROOT, python_m
+from benchmarks.truth.classes import CLASSES
+from benchmarks.truth.report import aggregate, calibration, render, update_doc
 
 RESULTS = ROOT / "benchmarks" / "results" / "detection_truth.json.gz"
 """Every run's tallies and missed facts (gzip: the plain JSON is about 3 MB)."""
@@ -61,7 +58,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def _worker() -> None:
     """Run the plan read from stdin in this process; one JSON result per line on stdout."""
-    from truth_harness import run_one
+    from benchmarks.truth.harness import run_one
 
     plan = json.loads(sys.stdin.read())
     os.nice(5)  # a long benchmark on a shared machine yields to interactive work
@@ -77,9 +74,9 @@ def _worker() -> None:
 def _spawn(plan: list[list[Any]], hash_seed: str) -> subprocess.Popen[str]:
     """A worker process with ``PYTHONHASHSEED=hash_seed`` running ``plan``."""
     env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker"]
+    command = [*python_m("benchmarks.truth.detection")[0], "--worker"]
     process = subprocess.Popen(
-        command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        command, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert process.stdin is not None
     with process.stdin:
@@ -172,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _worker()
         return 0
     if args.show:
-        from truth_harness import run_one
+        from benchmarks.truth.harness import run_one
 
         name, index = args.show.rsplit(":", 1)
         for key, value in run_one(name, int(index), args.seed).items():

@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from truth_classes import CLASSES
-from truth_model import Observed
-from truth_rules import expect
-from truth_run import Run, execute
-from truth_score import RunScore, ambiguous_calls, score_run
+from benchmarks.truth.classes import CLASSES
+from benchmarks.truth.model import Observed
+from benchmarks.truth.rules import expect
+from benchmarks.truth.run import Run, execute
+from benchmarks.truth.score import RunScore, ambiguous_calls, score_run
 
 
 def finalize(run: Run) -> None:

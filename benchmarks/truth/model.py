@@ -3,7 +3,7 @@
 The truth of a run is written by the scenario as it runs: every compaction it
 performs, on which agent and call, how, and with which lineage; every call and the
 agent that made it. The detectors' truths are derived from these records by
-``truth_rules``; the observations are read from the spans by ``truth_run``.
+``benchmarks.truth.rules``; the observations are read from the spans by ``benchmarks.truth.run``.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ class CompactionTruth:
     after_tokens: int | None = None
     boundary: bool | None = None
     expected: dict[str, bool | None] = field(default_factory=dict)
-    """Each detector's truth on this compaction, filled by ``truth_rules.expect``."""
+    """Each detector's truth on this compaction, filled by ``benchmarks.truth.rules.expect``."""
 
 
 @dataclass(frozen=True, slots=True)

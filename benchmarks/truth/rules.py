@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import pairwise
 
-from truth_model import CompactionTruth
-from truth_text import FULL_COVERAGE_STYLES
+from benchmarks.truth.model import CompactionTruth
+from benchmarks.truth.text import FULL_COVERAGE_STYLES
 
 BOUNDARY = "boundary_compaction"
 LIVELOCK = "reexpansion_livelock"

@@ -18,11 +18,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from truth_agent import Agent
-from truth_model import CallRecord, CompactionTruth, Observed, ObservedCompaction
-from truth_text import STYLES, TextSource
-from truth_wire import MODEL_ANTHROPIC, MODEL_OPENAI, WIRES, ToolSpec, Wire, make_wire
-
+from benchmarks.truth.agent import Agent
+from benchmarks.truth.model import CallRecord, CompactionTruth, Observed, ObservedCompaction
+from benchmarks.truth.text import STYLES, TextSource
+from benchmarks.truth.wire import MODEL_ANTHROPIC, MODEL_OPENAI, WIRES, ToolSpec, Wire, make_wire
 from otel_compaction import semconv as sc
 from otel_compaction.config import Settings
 from otel_compaction.instrument import CompactionInstrumentor

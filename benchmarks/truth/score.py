@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
-from truth_model import CompactionTruth, Observed, ObservedCompaction
-from truth_rules import KINDS
+from benchmarks.truth.model import CompactionTruth, Observed, ObservedCompaction
+from benchmarks.truth.rules import KINDS
 
 ATTRIBUTES = ("found", "mode", "generation", "size_after")
 OUTCOMES = (*ATTRIBUTES, "conversation", *KINDS)

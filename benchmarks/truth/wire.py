@@ -5,7 +5,7 @@ streaming, against the project's scripted fake (``otel_compaction.testing.llm_ap
 over ``httpx2.MockTransport``. A wire turns one agent step into the SDK call its
 provider wants and hands back the history items the response adds, in the
 provider's own shape (plain dicts, as an agent keeps them), so the agents and
-compactions of ``truth_agent`` are written once for all six.
+compactions of ``benchmarks.truth.agent`` are written once for all six.
 
 One tool call per turn: a turn is the assistant's item(s) and one tool result.
 """

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -18,23 +16,15 @@ from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason
 from tests.processor.conftest import PipelineFactory
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 
 
 @pytest.fixture(scope="module")
-def bench() -> Iterator[dict[str, ModuleType]]:
-    """The benchmark's modules, imported the way the scripts import them (siblings)."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        import otlp_harness  # type: ignore[import-not-found,unused-ignore]
-        import processor_checks  # type: ignore[import-not-found,unused-ignore]
-        import processor_payloads  # type: ignore[import-not-found,unused-ignore]
-        import processor_throughput  # type: ignore[import-not-found,unused-ignore]
+def bench() -> dict[str, ModuleType]:
+    """The benchmark's modules, by their role."""
+    from benchmarks.processor import checks, otlp_harness, payloads, throughput
 
-        yield {"payloads": processor_payloads, "harness": otlp_harness,
-               "report": processor_throughput, "checks": processor_checks}  # fmt: skip
-    finally:
-        sys.path.remove(str(BENCH))
+    return {"payloads": payloads, "harness": otlp_harness, "report": throughput, "checks": checks}
 
 
 def _conversations(body: bytes) -> set[str]:
@@ -71,7 +61,7 @@ def test_each_pass_is_new_conversations_and_traces(bench: dict[str, ModuleType])
 
 def test_the_report_states_each_target_from_the_rounds(bench: dict[str, ModuleType]) -> None:
     """The generated block judges both targets on the medians of the rounds."""
-    saved = BENCH / "results" / "processor_throughput.json"
+    saved = RESULTS / "processor_throughput.json"
     results = json.loads(saved.read_text())
     text = bench["report"].markdown(results)
     assert "Throughput target (B per CPU second ≥ A): **not met**" in text

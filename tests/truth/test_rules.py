@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from truth_model import CompactionTruth
-from truth_rules import (
+from benchmarks.truth.model import CompactionTruth
+from benchmarks.truth.rules import (
     BOUNDARY,
     INEFFECTIVE,
     LIVELOCK,
