@@ -2,7 +2,7 @@
 
 An agent process that ran conversations before pays, on the first call of a new one, for
 whatever the instrumentation does with a history it has never seen (ours: describe every
-message once, look for a conversation it continues among the remembered ones). Issue 29's
+message once, look for a conversation it continues among the remembered ones). The
 target: ours' own time at most twice python-genai's first call plus the cost of reading the
 new history once, with 8 recent conversations of the same length in the same thread.
 

@@ -1,6 +1,6 @@
 """The targets for ours' overhead, judged with the noise in view.
 
-The four statements of ``TARGETS`` (issue 16), on anthropic. Each becomes differences that must
+The four statements of ``TARGETS``, on anthropic. Each becomes differences that must
 be negative (ours - OpenLLMetry, ours - 1.5 x python-genai, ours at 2,000 messages - 2 x ours
 at 20, ...), computed within each pass from the per-pass added times, so slow drift of the
 shared machine cancels; the mean over passes and its 90 % confidence interval decide: ``met``

@@ -35,7 +35,7 @@ veto by design (docs/signals.md, known limits); with inferred phases they have n
 HELD_BLOCK = 4
 """Calls a block needs before its phase counts as held with confidence."""
 EVIDENCE_MINIMUM = 3
-"""Calls with tool evidence before an inferred phase is known at all (issue 13's minimum)."""
+"""Calls with tool evidence before an inferred phase is known at all."""
 SETTLE_CALLS = 2
 
 

@@ -36,7 +36,7 @@ THRASHING_TURNS = 3
 THRASHING_COUNT = 3
 CADENCE_INTERVALS = 4
 NO_PROGRESS_RUN = 2
-"""Ineffective compactions in a row that make a no-progress livelock (issue 18, item 1);
+"""Ineffective compactions in a row that make a no-progress livelock;
 also the calls a compaction must buy."""
 MIN_RECLAIMED = 0.05
 """The share of the context a compaction on a schedule must reclaim."""
@@ -129,9 +129,9 @@ def short_run(t: CompactionTruth, first: bool, run_turns: int) -> bool | None:
     """The first summarizing compaction of a run that ended under 20 turns (its agent's
     last call), while the context was still small.
 
-    Issue 13 (item 5): a short run that compacts at pressure (a large history, e.g. a
+    A short run that compacts at pressure (a large history, e.g. a
     subagent whose first request is 170k tokens) is not the note's mistake; "small" is
-    below the pressure threshold. Issue 32: a run is short by the turn it *ended* at; a
+    below the pressure threshold. A run is short by the turn it *ended* at; a
     compaction at turn 11 of a 40-turn run is no short run's.
     """
     if not first or t.turn >= SHORT_RUN_TURNS or run_turns >= SHORT_RUN_TURNS:

@@ -1,4 +1,4 @@
-"""The overhead benchmark times the first call of a new conversation (issue 29, item 4)."""
+"""The overhead benchmark times the first call of a new conversation and judges its target."""
 
 from __future__ import annotations
 

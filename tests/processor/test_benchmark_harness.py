@@ -96,7 +96,7 @@ def test_benchmark_passes_have_no_duplicate_or_late_span(
 ) -> None:  # fmt: skip
     """The warm-up pass and two timed passes of the benchmark's requests, through the
     processor's pipeline as the benchmark sends them, are each applied: no item is skipped as
-    ``duplicate`` or ``late`` (issue 29: after the warm-up every span was a duplicate)."""
+    ``duplicate`` or ``late`` (every pass's spans are new, the warm-up's included)."""
     templates = bench["payloads"].payloads(4, turns=16)
     pipeline, _ = pipeline_factory("enrich", metrics=processor_metrics)
     for first in (900_000, 1, 1001):
