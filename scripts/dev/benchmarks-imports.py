@@ -15,16 +15,24 @@ old way:
 - ``"overhead_floor:Floor"``, a module:attribute string -> ``"benchmarks.overhead.floor:Floor"``;
 - ``benchmarks/overhead_first.py`` -> ``benchmarks/overhead/first.py`` in any text file.
 
-Idempotent: the new forms match none of the old patterns. Prints each file it changed; leaves
-what it cannot rewrite safely (``import sys`` or ``HERE`` left unused) to ruff and a reader.
+Idempotent: the new forms match none of the old patterns. Prints each file it changed, then
+each line it leaves to a reader ("check by hand": ``Path(__file__).parents[1]``, now one
+folder short, a worker launched by its file path, the rest of a ``sys.path`` edit); unused
+imports it leaves are ruff's.
 
-Usage: scripts/dev/benchmarks-imports.py [--check] PATH...
+Scripts still at the top of ``benchmarks/`` (added on a branch after the move) are mapped by
+their prefix (``processor_ab.py`` -> ``benchmarks/processor/ab.py``, ``*_calibration.py`` ->
+``benchmarks/calibration/``); ``--move`` first ``git mv``s them there. ``benchmarks/run``'s
+table entries (``|processor_ab.py|``) become modules (``|processor.ab|``).
+
+Usage: scripts/dev/benchmarks-imports.py [--check] [--move] [PATH...]   (default: benchmarks tests)
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -68,49 +76,115 @@ MOVED: dict[str, str] = {
 }
 """Old sibling module -> its module in the package."""
 
-_NAMES = "|".join(sorted(MOVED, key=len, reverse=True))
-_FROM = re.compile(rf"^(?P<indent>[ \t]*)from (?P<old>{_NAMES}) import (?P<rest>.*)$", re.M)
-_IMPORT = re.compile(
-    rf"^(?P<indent>[ \t]*)import (?P<old>{_NAMES})(?: as (?P<alias>\w+))?(?P<tail>[ \t]*(?:#.*)?)$",
-    re.M,
-)
+FAMILIES = {"overhead_": "overhead", "processor_": "processor", "truth_": "truth"}
+"""Prefix of a flat script -> its family, for scripts added after the move."""
+
+
+def new_module(old: str) -> str | None:
+    """Where the flat module ``old`` lives in the package, or None if it is no benchmark's."""
+    if old in MOVED:
+        return MOVED[old]
+    for prefix, family in FAMILIES.items():
+        if old.startswith(prefix):
+            return f"benchmarks.{family}.{old.removeprefix(prefix)}"
+    if old.endswith("_calibration"):
+        return f"benchmarks.calibration.{old.removesuffix('_calibration')}"
+    return None
+
+
+def flat_scripts(root: Path) -> dict[str, str]:
+    """The scripts still at ``benchmarks/``'s top (merged in from elsewhere), old -> new."""
+    found = {}
+    for path in sorted((root / "benchmarks").glob("*.py")):
+        module = new_module(path.stem)
+        if module is not None:
+            found[path.stem] = module
+    return found
+
+
+class Rewriter:
+    """The rewrites for one old -> new map."""
+
+    def __init__(self, moved: dict[str, str]) -> None:
+        self.moved = moved
+        names = "|".join(sorted(moved, key=len, reverse=True))
+        self.from_ = re.compile(rf"^([ \t]*)from ({names}) import (.*)$", re.M)
+        self.import_ = re.compile(
+            rf"^([ \t]*)import ({names})(?: as (\w+))?([ \t]*(?:#.*)?)$", re.M
+        )
+        self.path = re.compile(rf"\bbenchmarks/({names})\.py\b")
+        self.reference = re.compile(rf"([\"'])({names}):(?=\w)")
+        self.table = re.compile(rf"^([a-z-]+\|(?:bench|dev)\|)({names})\.py\|", re.M)
+
+    def _from(self, m: re.Match[str]) -> str:
+        return f"{m[1]}from {self.moved[m[2]]} import {m[3]}"
+
+    def _import(self, m: re.Match[str]) -> str:
+        package, _, module = self.moved[m[2]].rpartition(".")
+        alias = m[3] or m[2]
+        bound = module if alias == module else f"{module} as {alias}"
+        return f"{m[1]}from {package} import {bound}{m[4] or ''}"
+
+    def _entry(self, m: re.Match[str]) -> str:
+        return f"{m[1]}{self.moved[m[2]].removeprefix('benchmarks.')}|"
+
+    def rewrite(self, text: str, python: bool) -> str:
+        """``text`` with the old names rewritten (imports only when ``python``)."""
+        text = self.path.sub(lambda m: self.moved[m[1]].replace(".", "/") + ".py", text)
+        text = self.table.sub(self._entry, text)
+        if not python:
+            return text
+        text = self.reference.sub(lambda m: f"{m[1]}{self.moved[m[2]]}:", text)
+        text, dropped = _SYS_PATH.subn("", text)
+        text = self.import_.sub(self._import, self.from_.sub(self._from, text))
+        return _NOQA_E402.sub("", text) if dropped else text
+
+
 _SYS_PATH = re.compile(
     r"^(?:[ \t]*if str\(\w+\) not in sys\.path:\n)?"
     r"[ \t]*sys\.path\.insert\(0, (?:str\()?(?:HERE|BENCH\w*)\)?\)[^\n]*\n",
     re.M,
 )
 _NOQA_E402 = re.compile(r"[ \t]*# noqa: E402$", re.M)
-_PATH = re.compile(rf"\bbenchmarks/(?P<old>{_NAMES})\.py\b")
-_REFERENCE = re.compile(rf"(?P<quote>[\"'])(?P<old>{_NAMES}):(?=\w)")
 
 
-def _from(match: re.Match[str]) -> str:
-    return f"{match['indent']}from {MOVED[match['old']]} import {match['rest']}"
+_BY_HAND = re.compile(
+    r"sys\.path|__file__\)?\.(?:resolve\(\)\.)?parents?\b|__file__, \"--worker\"|\bHERE\b"
+)
+"""What the rewrite leaves to a reader in a benchmark: path arithmetic from a module's file
+(one folder deeper now: use ``benchmarks._meta.ROOT``), workers launched by file path
+(``benchmarks._meta.python_m``), what is left of a ``sys.path`` edit."""
+_BY_HAND_ELSEWHERE = re.compile(r"sys\.path\.remove|\bBENCH\w*\b")
+"""The same in a test: what is left of a fixture that put ``benchmarks/`` on the path."""
 
 
-def _import(match: re.Match[str]) -> str:
-    package, _, module = MOVED[match["old"]].rpartition(".")
-    alias = match["alias"] or match["old"]
-    bound = module if alias == module else f"{module} as {alias}"
-    return f"{match['indent']}from {package} import {bound}{match['tail']}"
+def by_hand(paths: list[Path]) -> list[str]:
+    """``file:line: text`` of every line of ``paths`` left to a reader."""
+    found = []
+    for path in paths:
+        if path.suffix != ".py" or path.name == "_meta.py" or path.name == Path(__file__).name:
+            continue
+        folders = path.resolve().parts[-3:-1]
+        inside = "benchmarks" in folders and "tests" not in folders
+        pattern = _BY_HAND if inside else _BY_HAND_ELSEWHERE
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if pattern.search(line) and "otel_compaction.__file__" not in line:
+                found.append(f"{path}:{number}: {line.strip()}")
+    return found
 
 
-def _reference(match: re.Match[str]) -> str:
-    return f"{match['quote']}{MOVED[match['old']]}:"
-
-
-def _path(match: re.Match[str]) -> str:
-    return MOVED[match["old"]].replace(".", "/") + ".py"
-
-
-def rewrite(text: str, python: bool) -> str:
-    """``text`` with the old names rewritten (imports only when ``python``)."""
-    text = _PATH.sub(_path, text)
-    if not python:
-        return text
-    text, dropped = _SYS_PATH.subn("", _REFERENCE.sub(_reference, text))
-    text = _IMPORT.sub(_import, _FROM.sub(_from, text))
-    return _NOQA_E402.sub("", text) if dropped else text
+def move(root: Path, flat: dict[str, str]) -> None:
+    """``git mv`` each flat script to its package (a folder new to git gets no ``__init__``)."""
+    for old, module in flat.items():
+        target = root / (module.replace(".", "/") + ".py")
+        if not target.parent.is_dir():
+            raise SystemExit(f"{old}.py: no package {target.parent} to move it to")
+        if target.exists():
+            raise SystemExit(f"{old}.py: {target} exists already")
+        source = root / "benchmarks" / f"{old}.py"
+        argv = ["git", "mv", str(source), str(target)]  # fixed argv, paths from the checkout
+        subprocess.run(argv, cwd=root, check=True)  # noqa: S603
+        print(f"moved {source.relative_to(root)} -> {target.relative_to(root)}")
 
 
 def _files(paths: list[Path]) -> list[Path]:
@@ -126,23 +200,34 @@ def _files(paths: list[Path]) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if needed")
-    parser.add_argument("paths", nargs="+", type=Path)
+    parser.add_argument(
+        "--move", action="store_true", help="first git mv the flat scripts into their packages"
+    )
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the checkout (default: .)")
+    parser.add_argument("paths", nargs="*", type=Path)
     args = parser.parse_args(argv)
+    flat = flat_scripts(args.root)
+    if args.move and not args.check:
+        move(args.root, flat)
+    rewriter = Rewriter(MOVED | flat)
     changed = 0
-    for path in _files(args.paths):
+    files = _files(args.paths or [args.root / "benchmarks", args.root / "tests"])
+    for path in files:
         if path.resolve() == Path(__file__).resolve():
             continue  # its docstring names the old forms
         try:
             text = path.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
             continue
-        new = rewrite(text, python=path.suffix == ".py")
+        new = rewriter.rewrite(text, python=path.suffix == ".py")
         if new != text:
             changed += 1
             print(path)
             if not args.check:
                 path.write_text(new, encoding="utf-8")
-    return 1 if args.check and changed else 0
+    for line in by_hand(files):
+        print(f"check by hand: {line}")
+    return 1 if args.check and (changed or flat) else 0
 
 
 if __name__ == "__main__":
