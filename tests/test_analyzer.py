@@ -170,7 +170,7 @@ def test_a_short_run_is_judged_when_the_run_ends() -> None:
 
 
 def test_a_run_that_went_on_past_20_turns_is_no_short_run() -> None:
-    """Issue 32: a compaction at turn 11 of a run that went on to 40 turns is not flagged,
+    """A compaction at turn 11 of a run that went on to 40 turns is not flagged,
     neither while it runs nor at its end (the registry's finish included)."""
     reg = ConversationRegistry(Settings())
     an = reg.get("c")
@@ -374,7 +374,7 @@ STRANDS_SUMMARY = """## Conversation Summary
 
 
 def test_a_framework_summary_is_judged_only_against_its_own_template() -> None:
-    """Issue 32: strands' summary (its own headings, none of the five fields asked) draws
+    """Strands' summary (its own headings, none of the five fields asked) draws
     no schema finding, and its span says which template it was judged against; pinned to
     the five fields, it is judged on them."""
     an = ConversationAnalyzer("c", Settings())

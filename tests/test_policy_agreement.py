@@ -14,7 +14,7 @@ compaction at that moment (a known phase):
 - the advisor and the detectors never disagree: a compaction made as advised, at any
   turn of a run of any length, draws no boundary or short-run finding, and where a
   detector would flag a lossy compaction the advisor never says ``compact``
-  (no ``continue: short run`` at pressure, issue 32).
+  (no ``continue: short run`` at pressure).
 
 Where they legitimately differ (``test_what_only_the_detector_judges``): the
 detector judges a compaction that happened, so it skips what cannot lose
@@ -191,7 +191,7 @@ def test_the_advisor_and_the_detectors_never_disagree(moment: Moment, turn: int,
 
 
 def test_no_short_run_continue_at_pressure() -> None:
-    """Issue 32: at 0.65 of a 200k window at turn 17 with the phase flipping, the advice is
+    """At 0.65 of a 200k window at turn 17 with the phase flipping, the advice is
     to defer (the boundary rule), not to continue because the run is short."""
     state = AdvisorState(
         token_fraction=0.65, phase=phase((0.05, 0.48, 0.44, 0.03), 0.52), turn_index=17

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import document_loop
 import pytest
+
+from benchmarks._meta import ROOT
+from benchmarks.overhead import document_loop
 
 
 def test_added_is_ours_less_the_sdk_alone_per_size() -> None:
@@ -31,5 +33,5 @@ def test_a_small_run_measures_both_sides(tmp_path: Path) -> None:
     written = json.loads(out.read_text())
     assert {r["config"]: len(r["cpu_ms"]) for r in written["runs"]} == {"plain": 2, "ours": 2}
     ours = next(r for r in written["runs"] if r["config"] == "ours")
-    assert Path(ours["package_path"]) == Path(document_loop.__file__).parents[1] / "otel_compaction"
+    assert Path(ours["package_path"]) == ROOT / "otel_compaction"
     assert written["summary"][0]["added_cpu_ms"] is not None

@@ -1,4 +1,4 @@
-"""The overhead benchmark times the first call of a new conversation (issue 29, item 4)."""
+"""The overhead benchmark times the first call of a new conversation and judges its target."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import instrumentation_overhead
-import overhead_first
-import overhead_report
 import pytest
 
-BENCHMARKS = Path(overhead_first.__file__).resolve().parent
-RECORDED = BENCHMARKS / "results" / "instrumentation_overhead.json"
+from benchmarks.overhead import first as overhead_first
+from benchmarks.overhead import report as overhead_report
+from benchmarks.overhead import run as instrumentation_overhead
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDED = ROOT / "benchmarks" / "results" / "instrumentation_overhead.json"
 
 
 def _first_cell(config: str, own_ms: float, length: int = 2000) -> dict[str, Any]:
@@ -78,8 +79,8 @@ def test_the_worker_times_ours_first_calls(tmp_path: Path) -> None:
     spec_path, out_path = tmp_path / "spec.json", tmp_path / "out.json"
     spec_path.write_text(json.dumps(spec))
     done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "overhead_worker.py"), str(spec_path), str(out_path)],
-        cwd=BENCHMARKS.parent,
+        [sys.executable, "-m", "benchmarks.overhead.worker", str(spec_path), str(out_path)],
+        cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,

@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import overhead_markdown
-import overhead_report
-import overhead_targets
 import pytest
+
+from benchmarks.overhead import markdown as overhead_markdown
+from benchmarks.overhead import report as overhead_report
+from benchmarks.overhead import targets as overhead_targets
 
 LENGTHS = (20, 2000)
 
@@ -171,7 +172,7 @@ def test_the_targets_table_opens_the_page(tmp_path: Path) -> None:
 
 def test_the_recorded_run_renders_every_target() -> None:
     """The results file of record renders a row per target with its state."""
-    saved = Path(overhead_report.__file__).parent / "results" / "instrumentation_overhead.json"
+    saved = Path(overhead_report.__file__).parents[1] / "results" / "instrumentation_overhead.json"
     earlier = json.loads(saved.read_text())
     runs = earlier["runs"]
     rows = overhead_report.summarize(runs, clock="cpu")

@@ -15,19 +15,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import overhead_instructions
-import overhead_stages
 import pytest
 
+from benchmarks.overhead import instructions as overhead_instructions
+from benchmarks.overhead import stages as overhead_stages
 from otel_compaction import semconv as sc
 
-BENCHMARKS = Path(overhead_stages.__file__).resolve().parent
-ROOT = BENCHMARKS.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
-def _python(script: str, *argv: str) -> subprocess.CompletedProcess[str]:
+def _python(module: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``python -m benchmarks.overhead.<module> argv`` from the checkout's root."""
     return subprocess.run(
-        [sys.executable, str(BENCHMARKS / script), *argv],
+        [sys.executable, "-m", f"benchmarks.overhead.{module}", *argv],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -54,7 +54,7 @@ def test_a_stage_that_moved_is_named() -> None:
 @pytest.mark.slow
 def test_the_stages_tool_times_every_stage_of_a_call() -> None:
     """Run on ours, every stage's timer fires (the call still goes through each name)."""
-    done = _python("overhead_stages.py", "--calls", "3", "--warmup", "2")
+    done = _python("stages", "--calls", "3", "--warmup", "2")
     assert done.returncode == 0, done.stderr
     for stage in overhead_stages.STAGES:
         assert stage.label in done.stdout
@@ -64,7 +64,7 @@ def _worker(tmp_path: Path, config: str, cells: list[dict[str, Any]]) -> dict[st
     spec = {"config": config, "provider": "anthropic", "pass": 0, "seed": 1, "cells": cells}
     spec_path, out_path = tmp_path / f"{config}.spec.json", tmp_path / f"{config}.out.json"
     spec_path.write_text(json.dumps(spec))
-    done = _python("overhead_worker.py", str(spec_path), str(out_path))
+    done = _python("worker", str(spec_path), str(out_path))
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(out_path.read_text())
     assert "error" not in result, result.get("traceback")
@@ -99,12 +99,12 @@ def test_the_telemetry_floor_emits_ours_attributes(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_ab_runs_another_checkout_of_the_package(tmp_path: Path) -> None:
-    """overhead_ab compares a copy of the package with this tree, each side's worker importing
+    """The A/B compares a copy of the package with this tree, each side's worker importing
     its own checkout, and prints the paired difference."""
     other = tmp_path / "before"
     shutil.copytree(ROOT / "otel_compaction", other / "otel_compaction")
     done = _python(
-        "overhead_ab.py", f"{other},{ROOT}", "--rounds", "1", "--lengths", "20", "--calls", "3",
+        "ab", f"{other},{ROOT}", "--rounds", "1", "--lengths", "20", "--calls", "3",
         "--json", str(tmp_path / "ab.json"),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -120,7 +120,7 @@ def test_the_ab_refuses_a_side_that_is_neither_a_checkout_nor_a_configuration(
     tmp_path: Path,
 ) -> None:
     """A path without otel_compaction/ or an unknown key stops the A/B before any round."""
-    done = _python("overhead_ab.py", f"{tmp_path},official", "--rounds", "1")
+    done = _python("ab", f"{tmp_path},official", "--rounds", "1")
     assert done.returncode == 2
     assert "neither a checkout with otel_compaction/ nor one of" in done.stderr
 
@@ -143,7 +143,7 @@ def test_the_instruction_count_sees_ours_above_the_sdk_alone(tmp_path: Path) -> 
     """Counted under callgrind, a call instrumented by ours does more work than the bare SDK's,
     and the worker imported this checkout's package."""
     done = _python(
-        "overhead_instructions.py", f"plain,{ROOT}", "--warmup", "2", "--calls", "3",
+        "instructions", f"plain,{ROOT}", "--warmup", "2", "--calls", "3",
         "--json", str(tmp_path / "counts.json"),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

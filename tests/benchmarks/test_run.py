@@ -10,8 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "benchmarks" / "run"
-WORKERS = {"overhead_worker.py"}
-"""Scripts run by other scripts, not by a person."""
+WORKERS = {"benchmarks.overhead.worker"}
+"""Modules run by other modules, not by a person."""
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -21,27 +21,27 @@ def _run(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def _commands() -> dict[str, tuple[str, str]]:
-    """Per command listed by ``--help``: its script and its venv."""
+    """Per command listed by ``--help``: its module and its venv."""
     done = _run("--help")
     assert done.returncode == 0, done.stderr
-    found = re.findall(r"^\s+\(benchmarks/(\S+\.py), (\.venv(?:-bench)?), ", done.stdout, re.M)
+    found = re.findall(r"^\s+\((benchmarks\.[\w.]+), (\.venv(?:-bench)?), ", done.stdout, re.M)
     names = re.findall(r"^  ([a-z][a-z-]+) ", done.stdout, re.M)
     assert len(names) == len(found)
-    return {name: (script, venv) for name, (script, venv) in zip(names, found, strict=True)}
+    return {name: (module, venv) for name, (module, venv) in zip(names, found, strict=True)}
 
 
 def test_help_lists_every_benchmark_a_person_runs() -> None:
-    """Every script with a command line, but the worker, has a command; every command a script."""
+    """Every module with a command line, but the worker, has a command; every command a module."""
     commands = _commands()
     assert "overhead" in commands
-    scripts = {script for script, _ in commands.values()}
+    modules = {module for module, _ in commands.values()}
     runnable = {
-        p.name
-        for p in (ROOT / "benchmarks").glob("*.py")
+        ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        for p in (ROOT / "benchmarks").rglob("*.py")
         if 'if __name__ == "__main__":' in p.read_text(encoding="utf-8")
     }
-    assert scripts == runnable - WORKERS
-    assert all((ROOT / "benchmarks" / s).is_file() for s in scripts)
+    assert modules == runnable - WORKERS
+    assert all((ROOT / (m.replace(".", "/") + ".py")).is_file() for m in modules)
 
 
 def test_an_unknown_command_is_refused_with_the_list() -> None:
@@ -55,7 +55,7 @@ def test_an_unknown_command_is_refused_with_the_list() -> None:
 @pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "python").exists(), reason="no .venv")
 @pytest.mark.parametrize("command", [c for c, (_, venv) in _commands().items() if venv == ".venv"])
 def test_each_development_venv_command_starts(command: str) -> None:
-    """The commands that run in the development venv reach their script (its --help)."""
+    """The commands that run in the development venv reach their module (its --help)."""
     done = _run(command, "--help")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage:")

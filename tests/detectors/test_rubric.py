@@ -54,7 +54,7 @@ def test_short_run_is_judged_when_the_run_has_ended(run_turns: int | None, flagg
 
 @pytest.mark.parametrize("run_turns", [20, 40])
 def test_a_compaction_at_turn_11_of_a_long_run_is_no_short_run(run_turns: int) -> None:
-    """Issue 32: a run that went on to 20 or 40 turns was no short run, however early it
+    """A run that went on to 20 or 40 turns was no short run, however early it
     compacted."""
     ctx = context_of([record(11, token_fraction=0.3)])
     assert short_run_compaction(_ended(ctx, run_turns)) is None

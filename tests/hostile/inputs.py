@@ -1,4 +1,4 @@
-"""Shared helpers of the hostile-input suite: the exact inputs of issue 17, built once."""
+"""Shared helpers of the hostile-input suite: its hostile inputs, built once."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def trace_request(*spans: tuple[str, dict[str, Any]], seed: int = 1) -> ExportTr
 def langchain_compaction(
     tokens_before: Any, conversation: str = "hostile-1"
 ) -> tuple[str, dict[str, Any]]:
-    """Issue 17 item 1: a foreign ``compaction`` span (no ``compaction.id``) with a bad size."""
+    """A foreign ``compaction`` span (no ``compaction.id``) with a bad size."""
     return (
         sc.SPAN_COMPACTION,
         {

@@ -1,4 +1,4 @@
-"""Issue 17 items 5 and 6: ``analyze`` never hangs, crashes or runs out of memory on a file,
+"""``analyze`` never hangs, crashes or runs out of memory on a file,
 and counts a repeated record once.
 
 Each run is a subprocess with a timeout, so an input that hangs fails its test
@@ -90,7 +90,7 @@ def _ids(report: dict[str, Any]) -> set[str]:
     return {c["id"] for c in report.get("conversations", [])}
 
 
-# ------------------------------------------------------------------- item 5
+# ------------------------------ lines and files that could hang or crash it
 
 
 @pytest.mark.parametrize("constant", ["Infinity", "-Infinity", "NaN"])
@@ -192,7 +192,7 @@ def test_a_line_longer_than_the_bound_is_skipped_and_the_rest_is_read(tmp_path: 
     assert code == 0
 
 
-# ------------------------------------------------------------------- item 6
+# --------------------------------------------------------- repeated records
 
 
 def _cycle(start: int, tokens: int) -> list[Any]:

@@ -1,4 +1,4 @@
-"""Issue 17 item 9: a next hop answering 500 loses the batch by the OTLP rules; it is counted."""
+"""A next hop answering 500 loses the batch by the OTLP rules; it is counted."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 33 item 1: a full disk under the forwarding queue: "retry later", nothing lost.
+"""A full disk under the forwarding queue: "retry later", nothing lost.
 
 The real case runs the processor in a private mount namespace on a tiny tmpfs filled to the
 last page (root and ``unshare`` needed, else skipped); the in-process case injects ``ENOSPC``

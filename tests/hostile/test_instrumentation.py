@@ -1,4 +1,4 @@
-"""Issue 17 items 8 and 9: no traceback in the host, ever, and no bad number passed to the SDK.
+"""No traceback in the host, ever, and no bad number passed to the SDK.
 
 Real anthropic and openai clients over ``httpx2.MockTransport``, answering with
 the exact hostile bodies of the issue.

@@ -1,4 +1,4 @@
-"""Issue 33 item 10: a 25 MB batch with captured content is taken; a refusal is logged once."""
+"""A 25 MB batch with captured content is taken; a refusal is logged once."""
 
 from __future__ import annotations
 

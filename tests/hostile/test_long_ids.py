@@ -1,4 +1,4 @@
-"""Issue 33 item 5: the processor's memory is bounded in bytes under ids of a megabyte."""
+"""The processor's memory is bounded in bytes under ids of a megabyte."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 17 item 1: no span, value or failure inside the pipeline stops enrich-mode forwarding."""
+"""No span, value or failure inside the pipeline stops enrich-mode forwarding."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _raw_left(pipeline: Pipeline) -> list[str]:
 def test_a_compaction_size_above_int64_does_not_block_the_queue(
     pipeline_factory: PipelineFactory,
 ) -> None:
-    """The span of issue 17 ("1e30" tokens before) and the batch behind it are both forwarded."""
+    """A foreign compaction span ("1e30" tokens before) and the batch behind it are forwarded."""
     pipeline, _ = pipeline_factory("enrich")
     bad = trace_request(langchain_compaction("1e30"), seed=1)
     good = trace_request(turn("hostile-2", 1, 1000), seed=2)

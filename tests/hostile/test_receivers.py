@@ -1,4 +1,4 @@
-"""Issue 17 items 2, 7 and 9: the receivers under slow, smuggled, oversized and odd gzip bodies."""
+"""The receivers under slow, smuggled, oversized and odd gzip bodies."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def _six_spans() -> tuple[bytes, bytes]:
     return first.SerializeToString(), second.SerializeToString()
 
 
-# ------------------------------------------------------------------- item 7
+# ------------------------------------------- gzip bodies of several members
 
 
 def test_every_gzip_member_is_read() -> None:
@@ -82,7 +82,7 @@ def test_members_together_are_bounded_by_the_limit() -> None:
 
 
 def test_a_two_member_gzip_body_delivers_all_six_spans(service: ProcessorService) -> None:
-    """The body of issue 17 (two gzip members, six spans) is received as six spans."""
+    """A body of two gzip members (six spans) is received as six spans."""
     assert service.http is not None
     one, two = _six_spans()
     before = counter(service.metrics.exposition(), "compaction_processor_received_total")
@@ -103,7 +103,7 @@ def test_garbage_after_a_gzip_body_is_a_400_with_the_reason(service: ProcessorSe
     assert "after the gzip" in status_pb2.Status.FromString(payload).message
 
 
-# ------------------------------------------------------------------- item 9
+# -------------------------------------------- oversized and smuggled bodies
 
 
 def test_a_grpc_request_over_the_limit_is_counted_as_too_large(service: ProcessorService) -> None:
@@ -172,7 +172,7 @@ def test_two_content_lengths_are_refused(service: ProcessorService) -> None:
     assert _raw(service.http.port, head, b"abcde").startswith(b"HTTP/1.1 400 ")
 
 
-# ------------------------------------------------------------------- item 2
+# --------------------------------------------------------- slow connections
 
 
 def _slow_connection(port: int, length: int = 100_000) -> socket.socket:

@@ -1,4 +1,4 @@
-"""Issue 17 item 1 end to end: a hostile span over OTLP/HTTP never stops an enrich-mode service."""
+"""End to end: a hostile span over OTLP/HTTP never stops an enrich-mode service."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def _request(port: int, method: str, path: str, body: bytes = b"") -> tuple[int,
 
 
 def test_the_issue_span_and_everything_after_it_reach_the_next_hop(tmp_path: Path) -> None:
-    """The "1e30" compaction span of issue 17 and ten batches behind it all arrive downstream."""
+    """The "1e30" compaction span and ten batches behind it all arrive downstream."""
     downstream = Downstream(free_port())
     downstream.start()
     forward = {"endpoint": f"127.0.0.1:{downstream.port}"}

@@ -1,4 +1,4 @@
-"""Issue 33 item 6: whatever sits at the snapshot path, the processor starts, counts it, stops.
+"""Whatever sits at the snapshot path, the processor starts, counts it, stops.
 
 A FIFO there used to block start-up forever (and SIGTERM with it); a directory logged a
 traceback and was not counted. Only a regular file of bounded size is read now.

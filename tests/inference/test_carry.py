@@ -1,4 +1,4 @@
-"""The carry-over measure's bounded work: counted, not timed (issues 29 and 33)."""
+"""The carry-over measure's work per call is bounded: counted in operations, not timed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Inference edges seen in held-out runs (issue 33, item 8), with the real anthropic SDK:
+"""Inference edges seen in held-out runs, with the real anthropic SDK:
 a replacement that reclaims nothing far below pressure is no compaction, and a short text
 that says it is a summary, in place of the whole history, is one without any carry-over."""
 

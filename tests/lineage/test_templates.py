@@ -1,4 +1,4 @@
-"""A summary is judged only against the template its summarizer was given (issue 32).
+"""A summary is judged only against the template its summarizer was given.
 
 The summaries below follow each summarizer's real prompt: Claude Code's nine sections as
 63 real summaries carry them (``shared/data/real-sessions-2``, headings kept verbatim,

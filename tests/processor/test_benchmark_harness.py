@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -19,25 +17,16 @@ from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason
 from tests.processor.conftest import PipelineFactory
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 
 
 @pytest.fixture(scope="module")
-def bench() -> Iterator[dict[str, ModuleType]]:
-    """The benchmark's modules, imported the way the scripts import them (siblings)."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        import otlp_harness  # type: ignore[import-not-found,unused-ignore]
-        import processor_checks  # type: ignore[import-not-found,unused-ignore]
-        import processor_payloads  # type: ignore[import-not-found,unused-ignore]
-        import processor_report  # type: ignore[import-not-found,unused-ignore]
-        import processor_throughput  # type: ignore[import-not-found,unused-ignore]
+def bench() -> dict[str, ModuleType]:
+    """The benchmark's modules, by their role."""
+    from benchmarks.processor import checks, otlp_harness, payloads, report, throughput
 
-        yield {"payloads": processor_payloads, "harness": otlp_harness,
-               "report": processor_throughput, "checks": processor_checks,
-               "report_module": processor_report}  # fmt: skip
-    finally:
-        sys.path.remove(str(BENCH))
+    return {"payloads": payloads, "harness": otlp_harness, "report": throughput, "checks": checks,
+            "report_module": report}  # fmt: skip
 
 
 def _conversations(body: bytes) -> set[str]:
@@ -109,7 +98,7 @@ def test_the_saved_run_renders_every_payload_peer_and_target(
     """The results file of record renders both payloads' tables, Phoenix's line (or why it is
     absent) and the four target lines, each met or not."""
     report = bench["report_module"]
-    results = json.loads((BENCH / "results" / "processor_throughput.json").read_text())
+    results = json.loads((RESULTS / "processor_throughput.json").read_text())
     text = report.markdown(results)
     assert "**All-GenAI payload**" in text
     assert "**Realistic mix** (15% GenAI spans)" in text
@@ -142,7 +131,7 @@ def test_benchmark_passes_have_no_duplicate_or_late_span(
 ) -> None:  # fmt: skip
     """The warm-up pass and two timed passes of the benchmark's requests, through the
     processor's pipeline as the benchmark sends them, are each applied: no item is skipped as
-    ``duplicate`` or ``late`` (issue 29: after the warm-up every span was a duplicate)."""
+    ``duplicate`` or ``late`` (every pass's spans are new, the warm-up's included)."""
     templates = bench["payloads"].payloads(4, turns=16)
     pipeline, _ = pipeline_factory("enrich", metrics=processor_metrics)
     for first in (900_000, 1, 1001):

@@ -9,7 +9,6 @@ skip none.
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -20,26 +19,16 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from tests.fleet import builds
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 COLLECTOR_KEYS = ["A", "G", "T", "C"]
 
 
 @pytest.fixture(scope="module")
-def bench() -> Iterator[dict[str, ModuleType]]:
-    """The benchmark's modules, imported the way the scripts import them (siblings)."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        import otlp_harness  # type: ignore[import-not-found,unused-ignore]
-        import processor_checks  # type: ignore[import-not-found,unused-ignore]
-        import processor_payloads  # type: ignore[import-not-found,unused-ignore]
-        import processor_phoenix  # type: ignore[import-not-found,unused-ignore]
-        import processor_systems  # type: ignore[import-not-found,unused-ignore]
+def bench() -> dict[str, ModuleType]:
+    """The benchmark's modules, by their role."""
+    from benchmarks.processor import checks, otlp_harness, payloads, phoenix, systems
 
-        yield {"harness": otlp_harness, "checks": processor_checks,
-               "payloads": processor_payloads, "systems": processor_systems,
-               "phoenix": processor_phoenix}  # fmt: skip
-    finally:
-        sys.path.remove(str(BENCH))
+    return {"harness": otlp_harness, "checks": checks, "payloads": payloads,
+            "systems": systems, "phoenix": phoenix}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Issue 33 item 9: after a SIGKILL, no Claude Code turn is applied twice (snapshot + replay).
+"""After a SIGKILL, no Claude Code turn is applied twice (snapshot + replay).
 
 Claude Code's events carry no turn index, so the turn mark cannot refuse them; a batch whose
 items were applied but which was not yet released (an older batch ahead of it still in its

@@ -1,4 +1,4 @@
-"""Issue 33 item 2: a conversation resumed by a new agent process is followed, not discarded.
+"""A conversation resumed by a new agent process is followed, not discarded.
 
 Each agent process is the real anthropic SDK under our instrumentation, against the scripted
 LLM API, exporting over OTLP/HTTP to the processor run as a service (its CLI). The second

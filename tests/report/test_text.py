@@ -35,7 +35,7 @@ def test_conversation_without_findings_says_so() -> None:
 
 def test_the_template_summaries_were_judged_against_is_listed() -> None:
     """Each conversation says which template its summaries were judged against, and that a
-    summary of no known template was not judged (issue 32)."""
+    summary of no known template was not judged."""
     text = render_text(analyze_files([TESTDATA / "claude_livelock.jsonl"], Settings()))
     (line,) = [x for x in text.splitlines() if x.startswith("  summary templates")]
     assert "unknown" in line

@@ -159,7 +159,8 @@ def test_the_one_real_boundary_names_the_held_phase_and_its_trigger() -> None:
 
 def test_an_early_compaction_of_a_long_codex_run_is_no_short_run() -> None:
     """The Codex rollout that compacts at 23k tokens of a 258k window at turn 6 goes on to
-    turn 27: judged at its end, it is no short run (issue 32: the run's length decides)."""
+    turn 27: judged at its end, it is no short run (the run's length decides, not the turn it
+    compacted at)."""
     report = analyze_files([MORE / "doudou-codex-cb394ff5-1x.jsonl"], Settings())
     (conversation,) = report.conversations
     assert len(conversation.turns) == 27

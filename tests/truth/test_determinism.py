@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import detection_truth
-from truth_limits import KNOWN_LIMITS
-
+from benchmarks.truth import detection as detection_truth
+from benchmarks.truth.limits import KNOWN_LIMITS
 from tests.truth.conftest import SEED
 
 RUNS = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from truth_rules import INEFFECTIVE, LIVELOCK
+from benchmarks.truth.rules import INEFFECTIVE, LIVELOCK
 
 
 def _items(played: Any, agent: str, turn: int) -> list[Any]:

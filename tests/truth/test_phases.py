@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from truth_phases import HELD_BLOCK, READ_ONLY, PhasePlan
+from benchmarks.truth.phases import HELD_BLOCK, READ_ONLY, PhasePlan
 
 
 def _plan(reported: bool, calls: int, force_at: int) -> PhasePlan:

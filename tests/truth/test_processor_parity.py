@@ -54,8 +54,8 @@ def test_the_processor_reaches_the_agents_verdicts(
     name: str, capture: bool, tmp_path: Path
 ) -> None:
     """Same findings, reasons included, in the agent and in the processor fed its spans."""
-    from truth_classes import CLASSES
-    from truth_run import SCHEMA_TEMPLATE, instrumented, model_windows
+    from benchmarks.truth.classes import CLASSES
+    from benchmarks.truth.run import SCHEMA_TEMPLATE, instrumented, model_windows
 
     cls, index = name.rsplit(":", 1)
     truth = CLASSES[cls]

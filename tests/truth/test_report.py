@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from truth_classes import CLASSES
-from truth_limits import UNEXPLAINED
-from truth_report import BEGIN, END, aggregate, render, update_doc
+from benchmarks.truth.classes import CLASSES
+from benchmarks.truth.limits import UNEXPLAINED
+from benchmarks.truth.report import BEGIN, END, aggregate, render, update_doc
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "detection.md"
 

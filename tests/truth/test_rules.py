@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from truth_model import CompactionTruth
-from truth_rules import (
+from benchmarks.truth.model import CompactionTruth
+from benchmarks.truth.rules import (
     BOUNDARY,
     INEFFECTIVE,
     LIVELOCK,
@@ -63,7 +63,8 @@ def test_three_compactions_within_three_turns_are_thrashing() -> None:
 
 
 def test_two_ineffective_compactions_in_a_row_are_a_no_progress_livelock() -> None:
-    """The second of two compactions that leave the next call above the trigger (issue 18)."""
+    """Two compactions in a row leaving the next call above the trigger: both ineffective, the
+    second a no-progress livelock."""
     truths = [_truth(5, after_tokens=9_000), _truth(9, after_tokens=9_000)]
     expect(truths, {}, {})
     assert [t.expected[INEFFECTIVE] for t in truths] == [True, True]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from truth_limits import UNEXPLAINED, reason_for
-from truth_score import OUTCOMES
+from benchmarks.truth.limits import UNEXPLAINED, reason_for
+from benchmarks.truth.score import OUTCOMES
 
 
 def test_every_sampled_run_has_one_inference_span_per_call(sample: dict[Any, Any]) -> None:
@@ -22,7 +22,7 @@ def test_every_sampled_run_compacts_as_its_class_says(sample: dict[Any, Any]) ->
 
 
 def test_every_miss_of_the_sample_is_a_known_limit(sample: dict[Any, Any]) -> None:
-    """An outcome below 100% on the sample has a recorded reason (truth_limits.KNOWN_LIMITS)."""
+    """An outcome below 100% on the sample has a recorded reason (``KNOWN_LIMITS``)."""
     unexplained = sorted(
         (key[0], outcome, p.seed)
         for key, p in sample.items()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from truth_model import CompactionTruth, Observed, ObservedCompaction
-from truth_score import Tally, ambiguous_calls, score_run
+from benchmarks.truth.model import CompactionTruth, Observed, ObservedCompaction
+from benchmarks.truth.score import Tally, ambiguous_calls, score_run
 
 
 def _truth(turn: int, mode: str = "lossy", generation: int | None = 0) -> CompactionTruth:

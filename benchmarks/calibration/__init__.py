@@ -1,0 +1,1 @@
+"""The detectors' settings against real agent transcripts."""

@@ -1,0 +1,1 @@
+"""Detection against scripted agents whose compactions are known: the harness and its report."""
