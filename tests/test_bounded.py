@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from otel_compaction._bounded import BoundedMap
 
 
@@ -86,3 +88,36 @@ def test_racing_threads_keep_the_bound_and_lose_no_eviction() -> None:
     assert sorted(evicted + lru.values()) == sorted(
         n for t in range(8) for n in range(t * 10_000, t * 10_000 + 2000)
     )
+
+
+def test_a_sized_map_keeps_its_values_within_max_bytes() -> None:
+    """Bounded in bytes too, a map forgets the least recently used values until the rest
+    fit, and its byte count follows every put, replacement, pop and drain."""
+    lru: BoundedMap[str, str] = BoundedMap(10, max_bytes=10, size=len)
+    assert lru.put("a", "x" * 4) == []
+    assert lru.put("b", "y" * 4) == []
+    assert lru.get("a") == "x" * 4
+    assert lru.put("c", "z" * 4) == ["y" * 4]  # b was the least recently used
+    assert (lru.keys(), lru.nbytes) == (["a", "c"], 8)
+    assert lru.put("a", "x") == []  # replaced: its old size no longer counts
+    assert lru.nbytes == 5
+    assert lru.pop("c") == "z" * 4
+    assert lru.nbytes == 1
+    assert lru.drain() == ["x"]
+    assert lru.nbytes == 0
+
+
+def test_a_value_larger_than_max_bytes_is_not_kept() -> None:
+    """A value over the byte bound by itself is returned as evicted, takes its key's old
+    value with it, and pushes out nothing else."""
+    lru: BoundedMap[str, str] = BoundedMap(10, max_bytes=10, size=len)
+    lru.put("small", "s")
+    lru.put("huge", "h")
+    assert lru.put("huge", "h" * 11) == ["h" * 11]
+    assert (lru.items(), lru.nbytes) == ([("small", "s")], 1)
+
+
+def test_max_bytes_needs_a_size() -> None:
+    """A byte bound without a way to size values (or the reverse) is refused."""
+    with pytest.raises(ValueError, match="together"):
+        BoundedMap(4, max_bytes=10)
