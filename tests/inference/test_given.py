@@ -68,6 +68,6 @@ def test_the_anchor_cache_holds_a_bounded_number_of_characters() -> None:
     for n in range(8):
         task = {"role": "user", "content": f"{n} " + "x" * size}
         tracker.place(None, "agent", [task])
-    heads = tracker._heads
+    heads = tracker._placer.heads
     assert heads.nbytes <= history.MAX_HEAD_CHARS
     assert len(heads) == 2
