@@ -58,10 +58,7 @@ thousand (an anchor not cached is described again, at the cost of a first call).
 
 
 def _head_size(entry: tuple[Any, MessageFacts]) -> int:
-    return entry[1].chars
-
-
-def _head_size(entry: tuple[Any, MessageFacts]) -> int:
+    """The characters an anchor-cache entry holds (its message's text)."""
     return entry[1].chars
 
 
