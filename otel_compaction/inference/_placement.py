@@ -67,6 +67,18 @@ class Placement:
     summarizer: bool = False
 
 
+@dataclass(slots=True)
+class Request:
+    """One request as the placement steps read it (not to be changed once built)."""
+
+    system_key: int
+    """The fingerprint of its system prompt (0 without one)."""
+    messages: tuple[Any, ...]
+    facts: list[MessageFacts]
+    """One per message."""
+    model: str | None
+
+
 @dataclass(frozen=True, slots=True)
 class Asking:
     """What the placement of one request reads besides its messages."""

@@ -20,6 +20,7 @@ from otel_compaction.inference._placement import (
     Asking,
     History,
     Placement,
+    Request,
     after_summary,
     anchor_of,
     branch,
@@ -103,27 +104,22 @@ class Placer:
                 return self._extend(history, added, inferred=False)
         msgs = tuple(messages)
         facts = [describe(m) for m in msgs]
+        request = Request(system_key, msgs, facts, model)
         if history is None:
-            return self._save(cid, system_key, msgs, facts, model, inferred=False, first=True)
-        request = (system_key, facts, msgs)
+            return self._save(cid, request, inferred=False, first=True)
         asked = summarizer_of(self.asking, [history], request, inferred=False)
         if asked is not None:
             return asked
-        carried = carrying_output(self.outputs, self.store, (facts, msgs), only=cid)
+        carried = carrying_output(self.outputs, self.store, request, only=cid)
         if carried is not None:
             start = carried[1].new_start if carried[1] else common_head(history.facts, facts)
-            return self._save(
-                cid, system_key, msgs, facts, model, inferred=False, rewrite=carried[1],
-                start=start,
-            )  # fmt: skip
+            return self._save(cid, request, inferred=False, rewrite=carried[1], start=start)
         pressure = self.at_pressure
         rewrite = shrinking(pressure, history, facts, msgs) or rewrite_of(
             pressure, history, facts, msgs
         )
         start = rewrite.new_start if rewrite else common_head(history.facts, facts)
-        return self._save(
-            cid, system_key, msgs, facts, model, inferred=False, rewrite=rewrite, start=start
-        )
+        return self._save(cid, request, inferred=False, rewrite=rewrite, start=start)
 
     def head(self, msgs: Sequence[Any]) -> list[MessageFacts]:
         """Facts of the anchor messages, cached by identity (the same task dict every call)."""
@@ -151,39 +147,32 @@ class Placer:
             return extended
         msgs = tuple(messages)
         facts = head + [describe(m) for m in msgs[len(head) :]]
+        request = Request(system_key, msgs, facts, model)
         drawn_on = recent_histories(self.store, recent)
-        asked = summarizer_of(self.asking, drawn_on, (system_key, facts, msgs))
+        asked = summarizer_of(self.asking, drawn_on, request)
         if asked is not None:
             return asked
-        carried = carrying_output(self.outputs, self.store, (facts, msgs))
+        carried = carrying_output(self.outputs, self.store, request)
         if carried is not None:
-            return self._continue(carried[0], system_key, msgs, facts, model, carried[1])
+            return self._continue(carried[0], request, carried[1])
         rewritten = best_rewrite(self.at_pressure, candidates, facts, msgs)
         if rewritten is not None:
             history, rewrite = rewritten
-            return self._continue(history, system_key, msgs, facts, model, rewrite)
+            return self._continue(history, request, rewrite)
         branched = branch(candidates, facts, len(head))
         if branched is not None:
             history, common = branched
-            return self._save(
-                history.conversation_id, system_key, msgs, facts, model,
-                inferred=True, start=common,
-            )  # fmt: skip
+            return self._save(history.conversation_id, request, inferred=True, start=common)
         found = self._by_summary(facts) or self.store.by_shared_tail(system_key, facts)
         if found is not None:
             shown = rewrite_of(self.at_pressure, found, facts, msgs)
-            return self._continue(found, system_key, msgs, facts, model, shown)
-        whole = self._replaced(recent, (system_key, model, facts, msgs))
+            return self._continue(found, request, shown)
+        whole = self._replaced(recent, request)
         if whole is not None:
-            return self._continue(whole[0], system_key, msgs, facts, model, whole[1])
-        cid = self.new_id()
-        return self._save(cid, system_key, msgs, facts, model, inferred=True, first=True)
+            return self._continue(whole[0], request, whole[1])
+        return self._save(self.new_id(), request, inferred=True, first=True)
 
-    def _replaced(
-        self,
-        recent: Sequence[str],
-        request: tuple[int, str | None, list[MessageFacts], tuple[Any, ...]],
-    ) -> tuple[History, Rewrite] | None:
+    def _replaced(self, recent: Sequence[str], request: Request) -> tuple[History, Rewrite] | None:
         """The recent conversation of the caller's thread or task whose whole history the
         request replaces (step 5, ``_replacement``); when none does, the request's text
         as read is kept for the conversation it may open."""
@@ -192,7 +181,7 @@ class Placer:
         pressed = functools.partial(was_at_pressure, self.at_pressure)
         found, signature = replaced(self.store, recent, request, pressed)
         if signature is not None:
-            self.opening = (request[3], signature)
+            self.opening = (request.messages, signature)
         return found
 
     def _extended(self, candidates: Sequence[History], messages: Sequence[Any]) -> Placement | None:
@@ -212,28 +201,19 @@ class Placer:
             if added is None:
                 continue
             if not added and history.expected:
-                msgs = tuple(messages)
-                return self._save(
-                    self.new_id(), history.system_key, msgs, list(history.facts),
-                    history.model, inferred=True, first=True,
-                )  # fmt: skip
+                again = Request(
+                    history.system_key, tuple(messages), list(history.facts), history.model
+                )
+                return self._save(self.new_id(), again, inferred=True, first=True)
             return self._extend(history, added, inferred=True)
         return None
 
-    def _continue(
-        self,
-        history: History,
-        system_key: int,
-        msgs: tuple[Any, ...],
-        facts: list[MessageFacts],
-        model: str | None,
-        rewrite: Rewrite | None,
-    ) -> Placement:
-        start = rewrite.new_start if rewrite else after_summary(facts)
+    def _continue(self, history: History, request: Request, rewrite: Rewrite | None) -> Placement:
+        """The request continues ``history``'s conversation, with ``rewrite`` if any."""
+        start = rewrite.new_start if rewrite else after_summary(request.facts)
         return self._save(
-            history.conversation_id, system_key, msgs, facts, model,
-            inferred=True, rewrite=rewrite, start=start,
-        )  # fmt: skip
+            history.conversation_id, request, inferred=True, rewrite=rewrite, start=start
+        )
 
     def _by_summary(self, facts: Sequence[MessageFacts]) -> History | None:
         for fact in facts:
@@ -263,12 +243,13 @@ class Placer:
             )
         replaced_response = response_replaced(self.at_pressure, history, new)
         if replaced_response is not None:
-            msgs = tuple(history.messages)
+            request = Request(
+                history.system_key, tuple(history.messages), [*history.facts, *new], history.model
+            )
             del history.messages[len(history.facts) :]  # the copy as counted, then replaced
             return self._save(
-                history.conversation_id, history.system_key, msgs,
-                [*history.facts, *new], history.model,
-                inferred=inferred, rewrite=replaced_response, start=replaced_response.new_start,
+                history.conversation_id, request, inferred=inferred,
+                rewrite=replaced_response, start=replaced_response.new_start,
             )  # fmt: skip
         chars = self.store.extended(history, new)
         return Placement(history.conversation_id, inferred, tuple(new), context_chars=chars)
@@ -276,24 +257,21 @@ class Placer:
     def _save(
         self,
         cid: str,
-        system_key: int,
-        msgs: tuple[Any, ...],
-        facts: list[MessageFacts],
-        model: str | None,
+        request: Request,
         *,
         inferred: bool,
         rewrite: Rewrite | None = None,
         start: int = 0,
         first: bool = False,
     ) -> Placement:
-        history = self.store.save(cid, system_key, msgs, facts, model)
+        history = self.store.save(cid, request)
         opening, self.opening = self.opening, None
-        if opening is not None and opening[0] is msgs:
+        if opening is not None and opening[0] is request.messages:
             self.store.keep_signature(history, opening[1])
         return Placement(
             cid,
             inferred,
-            tuple(facts[start:]),
+            tuple(request.facts[start:]),
             rewrite=rewrite,
             context_chars=history.chars,
             first=first,

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from otel_compaction.inference import carry
-from otel_compaction.inference._placement import History, sent_back
+from otel_compaction.inference._placement import History, Request, sent_back
 from otel_compaction.inference._store import HistoryStore
 from otel_compaction.inference.messages import MessageFacts, describe, text_of
 from otel_compaction.inference.rewrite import MIN_DROPPED_TURNS, Rewrite, replaced_whole
@@ -48,15 +48,17 @@ def replacement(
 def replaced(
     store: HistoryStore,
     recent: Sequence[str],
-    request: tuple[int, str | None, list[MessageFacts], tuple[Any, ...]],
+    request: Request,
     pressed: Callable[[History], bool],
 ) -> tuple[Found | None, carry.Signature | None]:
     """The conversation of ``recent`` (the most recent last) whose whole history the
-    request (system key, model, facts, messages) replaces, by the rule of the module
+    request replaces, by the rule of the module
     docstring; when none does, the signature of the request's text read for the match
     (kept if the request opens a conversation: read once), if any. ``pressed``: whether
     a history was at pressure."""
-    system_key, model, facts, msgs = request
+    system_key, model, facts, msgs = (
+        request.system_key, request.model, request.facts, request.messages
+    )  # fmt: skip
     if not carry.may_replace(facts):
         return None, None
     best: tuple[float, History, Rewrite] | None = None

@@ -13,11 +13,10 @@ import itertools
 import math
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from otel_compaction._bounded import BoundedMap
 from otel_compaction.inference import carry
-from otel_compaction.inference._placement import History, anchor_of
+from otel_compaction.inference._placement import History, Request, anchor_of
 from otel_compaction.inference.messages import MessageFacts, describe, lead
 from otel_compaction.inference.rewrite import Rewrite, edited_in_place
 
@@ -84,21 +83,15 @@ class HistoryStore:
         """The ``count`` most recently used histories, the most recent first."""
         return itertools.islice(reversed(self.by_id.values()), count)
 
-    def save(
-        self,
-        cid: str,
-        system_key: int,
-        msgs: tuple[Any, ...],
-        facts: list[MessageFacts],
-        model: str | None,
-    ) -> History:
-        """Remember ``msgs`` as the last history of ``cid`` (replacing the one it had), then
-        forget the least recently used beyond the bounds."""
+    def save(self, cid: str, request: Request) -> History:
+        """Remember ``request`` as the last history of ``cid`` (replacing the one it had),
+        then forget the least recently used beyond the bounds."""
         self.drop(cid)
+        facts, system_key = request.facts, request.system_key
         chars = sum(f.chars for f in facts)
         history = History(
-            cid, anchor_of(system_key, facts), system_key, list(msgs), facts, self.now, chars,
-            model=model,
+            cid, anchor_of(system_key, facts), system_key, list(request.messages), facts,
+            self.now, chars, model=request.model,
         )  # fmt: skip
         self.by_id[cid] = history
         peers = self._by_anchor.setdefault(history.anchor, [])

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from otel_compaction._bounded import BoundedMap
-from otel_compaction.inference._placement import Asking, History, Placement, sent_back
+from otel_compaction.inference._placement import Asking, History, Placement, Request, sent_back
 from otel_compaction.inference._store import HistoryStore
 from otel_compaction.inference.messages import MessageFacts, describe, text_of
 from otel_compaction.inference.rewrite import Rewrite, summarized
@@ -48,17 +48,16 @@ def recent_histories(store: HistoryStore, recent: Sequence[str]) -> list[History
 def summarizer_of(
     asking: Asking | None,
     candidates: Sequence[History],
-    request: tuple[int, list[MessageFacts], tuple[Any, ...]],
+    request: Request,
     *,
     inferred: bool = True,
 ) -> Placement | None:
-    """The placement of a request (system key, facts, messages) that is a summarizer's
-    call drawing on one of ``candidates`` by its own evidence: no tools offered, a
-    summarize instruction in its last message, or in a system prompt that is not the
-    conversation's own."""
+    """The placement of a request that is a summarizer's call drawing on one of
+    ``candidates`` by its own evidence: no tools offered, a summarize instruction in its
+    last message, or in a system prompt that is not the conversation's own."""
     if asking is None or asking.tools or not candidates:
         return None
-    system_key, facts, msgs = request
+    system_key, facts, msgs = request.system_key, request.facts, request.messages
     in_last = asks_to_summarize(last_text(facts))
     if not in_last and not asks_to_summarize(system_text(asking.system, facts)):
         return None
@@ -106,15 +105,15 @@ def asks_after(asking: Asking | None, history: History, new: list[MessageFacts])
 def carrying_output(
     outputs: BoundedMap[str, str],
     store: HistoryStore,
-    request: tuple[list[MessageFacts], tuple[Any, ...]],
+    request: Request,
     only: str | None = None,
 ) -> tuple[History, Rewrite | None] | None:
     """The conversation whose summarizer's answer (``outputs``: its opening, per
-    conversation) the request (facts, messages) carries, and the rewrite around it (None
+    conversation) the request carries, and the rewrite around it (None
     when it replaced nothing); None when it carries none."""
     if not len(outputs):
         return None
-    facts, msgs = request
+    facts, msgs = request.facts, request.messages
     for cid, needle in reversed(outputs.items()):
         history = store.get(cid)
         if history is None or (only is not None and cid != only):
