@@ -9,17 +9,20 @@ bound is the same for all of them, and the entries kept are the ones in use. Whe
 one value can be large (it holds a caller's message), the map is bounded in size as
 well (``max_bytes``, with the ``size`` of each value).
 
-``functools.lru_cache`` remains only as the memo of pure functions of immutable
-arguments that configuration, not traffic, decides, each returning a small value
-(entries bounded by ``maxsize``, each entry's size by its arguments): the detectors
-split by the analyzer (``analyzer._split``), the hold rules, shared categorizers and
-decay weights of a setting (``signals.phase``, ``signals.pressure``), the filter
-tables and matrices of a phase set (``signals.phase_model``), and the heading pattern
-of a set of summary names (``lineage.schema``); and the context window of a model name
-(``signals.windows.table_window``, LiteLLM's ``_table_window``), an int per name. They
-stay ``lru_cache`` because it is the standard library's thread-safe memo, keyed on
-several hashable arguments with no wrapper of ours; a traffic-keyed memo whose values
-grow with its input belongs here instead.
+``functools.lru_cache`` remains in ten places, each the memo of a pure function of
+immutable, hashable arguments, kept because it is the standard library's thread-safe
+memo over several arguments and needs no wrapper of ours. Eight are keyed by
+configuration (a handful of distinct keys in a process) and return a value whose size
+the configuration fixes: the detectors split by the analyzer (``analyzer._split``), the
+hold rules and the shared categorizer of a setting (``signals.phase``; the
+categorizer's own memories are bounded maps), the decay weights of the attention
+window (``signals.pressure``), the transition and emission matrices and filter tables
+of a phase set (``signals.phase_model``), the heading pattern of a set of summary names
+(``lineage.schema``). Two are keyed by the model names traffic brings and return an int:
+the context window of a model (``signals.windows.table_window``, 1,024 entries) and
+LiteLLM's (``instrument.litellm._handler._table_window``, 256 entries); what they hold
+is bounded in entries, and in bytes only as far as model names are short. A memo keyed
+by traffic whose values grow with its input belongs here instead.
 
 Why LRU for all of them, rather than emptying a full table or no longer adding
 to it: a memo's answers never depend on what it forgot (a miss recomputes the

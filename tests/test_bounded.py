@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import threading
+from pathlib import Path
 
 import pytest
 
+from otel_compaction import _bounded
 from otel_compaction._bounded import BoundedMap
+
+PACKAGE = Path(_bounded.__file__).resolve().parent
 
 
 def test_the_least_recently_used_entry_goes_first() -> None:
@@ -121,3 +126,37 @@ def test_max_bytes_needs_a_size() -> None:
     """A byte bound without a way to size values (or the reverse) is refused."""
     with pytest.raises(ValueError, match="together"):
         BoundedMap(4, max_bytes=10)
+
+
+def _lru_caches() -> list[tuple[str, ast.expr]]:
+    """Each ``lru_cache`` (or ``cache``) decorator of the package: the module, dotted below
+    ``otel_compaction``, and the decorator."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found += [(module, d) for d in node.decorator_list if _is_cache(d)]
+    return found
+
+
+def _is_cache(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+    return name in {"lru_cache", "cache"}
+
+
+def test_every_lru_cache_is_bounded_and_named_in_the_bounded_module() -> None:
+    """Each ``functools`` memo left in the package has a ``maxsize`` and its module is one
+    that ``_bounded``'s docstring gives the reason for; the count there is the count here."""
+    caches = _lru_caches()
+    doc = " ".join((_bounded.__doc__ or "").split())
+    assert len(caches) == 10
+    assert "remains in ten places" in doc
+    for module, decorator in caches:
+        assert f"``{module}" in doc, module
+        assert isinstance(decorator, ast.Call), module
+        assert [k.arg for k in decorator.keywords] == ["maxsize"], module
+        size = decorator.keywords[0].value
+        assert isinstance(size, ast.Constant), module
+        assert isinstance(size.value, int), module
