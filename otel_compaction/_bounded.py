@@ -7,7 +7,10 @@ facts of a conversation's anchor messages) or state it must forget some day
 summarizer answers waiting for their request), is a :class:`BoundedMap`: the memory
 bound is the same for all of them, and the entries kept are the ones in use. Where
 one value can be large (it holds a caller's message), the map is bounded in size as
-well (``max_bytes``, with the ``size`` of each value).
+well (``max_bytes``, with the ``size`` of each value). One store is not a map of
+this kind and says so: the history tracker's remembered histories
+(``inference._store``), bounded in histories, messages and characters at once, which
+keeps the newest history whatever its size and updates its indexes as it forgets.
 
 ``functools.lru_cache`` remains in ten places, each the memo of a pure function of
 immutable, hashable arguments, kept because it is the standard library's thread-safe

@@ -5,6 +5,9 @@ the order of use, indexed by anchor and by the keys of its last messages, bounde
 histories, messages and characters (the least recently used go first, never the
 current one) and forgotten when idle. It reads no clock: the tracker passes the time
 of each placement.
+
+Not a ``BoundedMap`` (``_bounded``): three bounds at once, the newest history kept
+whatever its size, and every history forgotten must leave the anchor and tail indexes.
 """
 
 from __future__ import annotations
