@@ -121,7 +121,7 @@ class HistoryTracker:
             whole-history replacement is recognised.
         lock: held around each operation (default: none, for one thread).
         recent: the conversations last placed in the caller's thread or task (a
-            ``ContextVar`` shared by the threads of a process; default: one list).
+            ``ContextVar`` shared by the threads of a process; default: :class:`LastPlaced`).
         new_id: mints the id of a new conversation (default: :class:`Numbered`).
     """
 
