@@ -1,10 +1,31 @@
 """The one bounded map of the package: at most ``limit`` entries, least recently used out first.
 
-Every memory the package keeps per distinct key, whether a memo of a pure
-function (parsed categories, filter steps, shared attribute values, metric
-attribute sets) or state it must forget some day (compaction span contexts,
-response ids, conversations' turn marks), is a :class:`BoundedMap`: the memory
-bound is the same for all of them, and the entries kept are the ones in use.
+Every memory the package keeps per distinct key that traffic decides, whether a memo
+(parsed categories, filter steps, shared attribute values, metric attribute sets, the
+facts of a conversation's anchor messages) or state it must forget some day
+(compaction span contexts, response ids, conversations' turn marks, summaries and
+summarizer answers waiting for their request), is a :class:`BoundedMap`: the memory
+bound is the same for all of them, and the entries kept are the ones in use. Where
+one value can be large (it holds a caller's message), the map is bounded in size as
+well (``max_bytes``, with the ``size`` of each value). One store is not a map of
+this kind and says so: the history tracker's remembered histories
+(``inference._store``), bounded in histories, messages and characters at once, which
+keeps the newest history whatever its size and updates its indexes as it forgets.
+
+``functools.lru_cache`` remains in ten places, each the memo of a pure function of
+immutable, hashable arguments, kept because it is the standard library's thread-safe
+memo over several arguments and needs no wrapper of ours. Eight are keyed by
+configuration (a handful of distinct keys in a process) and return a value whose size
+the configuration fixes: the detectors split by the analyzer (``analyzer._split``), the
+hold rules and the shared categorizer of a setting (``signals.phase``; the
+categorizer's own memories are bounded maps), the decay weights of the attention
+window (``signals.pressure``), the transition and emission matrices and filter tables
+of a phase set (``signals.phase_model``), the heading pattern of a set of summary names
+(``lineage.schema``). Two are keyed by the model names traffic brings and return an int:
+the context window of a model (``signals.windows.table_window``, 1,024 entries) and
+LiteLLM's (``instrument.litellm._handler._table_window``, 256 entries); what they hold
+is bounded in entries, and in bytes only as far as model names are short. A memo keyed
+by traffic whose values grow with its input belongs here instead.
 
 Why LRU for all of them, rather than emptying a full table or no longer adding
 to it: a memo's answers never depend on what it forgot (a miss recomputes the
@@ -15,11 +36,12 @@ least likely to be asked for again, and which entry that is depends only on
 the order of the calls, never on timing or on hashing: the same input gives
 the same telemetry in every process.
 
-Thread-safe without a lock of its own: every operation is one or two atomic
-``OrderedDict`` calls (atomic under the GIL, and per object in free-threaded
-builds). Two racing inserts may evict one entry more than needed, and each
-evicted value is returned to exactly one caller. Callers that need several
-operations to be one (get-or-create) hold their own lock around them.
+Thread-safe without a lock of its own when bounded in entries only: every
+operation is one or two atomic ``OrderedDict`` calls (atomic under the GIL, and
+per object in free-threaded builds). Two racing inserts may evict one entry more
+than needed, and each evicted value is returned to exactly one caller. Callers
+that need several operations to be one (get-or-create), and every user of a map
+bounded in size (its running total is several steps), hold their own lock.
 """
 
 from __future__ import annotations
@@ -35,14 +57,35 @@ _MISSING: Any = object()
 
 
 class BoundedMap(Generic[K, V]):
-    """A map of at most ``limit`` entries that forgets the least recently used first."""
+    """A map of at most ``limit`` entries that forgets the least recently used first.
 
-    __slots__ = ("_data", "limit")
+    Args:
+        limit: the most entries kept (0 keeps none).
+        max_bytes: the most bytes the values kept may hold together, by ``size``
+            (None: bounded in entries only). A value larger than it is not kept (and
+            pushes out nothing).
+        size: the bytes one value holds (approximately, and the same while it is kept).
+    """
 
-    def __init__(self, limit: int) -> None:
+    __slots__ = ("_bytes", "_data", "_size", "limit", "max_bytes")
+
+    def __init__(
+        self, limit: int, *, max_bytes: int | None = None, size: Callable[[V], int] | None = None
+    ) -> None:
+        if (max_bytes is None) != (size is None):
+            raise ValueError("max_bytes and size go together")
         self._data: OrderedDict[K, V] = OrderedDict()
         self.limit = limit
         """The most entries kept (0 keeps none)."""
+        self.max_bytes = max_bytes
+        """The most bytes kept, by ``size`` (None: no bound in bytes)."""
+        self._size = size
+        self._bytes = 0
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes the values kept hold, by ``size`` (0 when bounded in entries only)."""
+        return self._bytes
 
     def get(self, key: K) -> V | None:
         """The value of ``key``, refreshed as the most recent (None if unknown)."""
@@ -68,6 +111,8 @@ class BoundedMap(Generic[K, V]):
 
     def put(self, key: K, value: V) -> list[V]:
         """Keep ``key`` as the most recent entry; return the values it pushed out."""
+        if self._size is not None:
+            return self._put_sized(key, value, self._size)
         data = self._data
         data[key] = value
         self._touch(key)
@@ -79,9 +124,32 @@ class BoundedMap(Generic[K, V]):
                 break
         return evicted
 
+    def _put_sized(self, key: K, value: V, size: Callable[[V], int]) -> list[V]:
+        data = self._data
+        old = data.pop(key, _MISSING)
+        if old is not _MISSING:
+            self._bytes -= size(old)
+        weight = size(value)
+        limit, max_bytes = self.limit, self.max_bytes or 0
+        if weight > max_bytes:
+            return [value]  # too large to keep: it pushes out nothing
+        data[key] = value
+        self._bytes += weight
+        evicted: list[V] = []
+        while data and (len(data) > limit or self._bytes > max_bytes):
+            gone = data.popitem(last=False)[1]
+            self._bytes -= size(gone)
+            evicted.append(gone)
+        return evicted
+
     def pop(self, key: K) -> V | None:
         """Remove ``key`` and return its value (None if unknown)."""
-        return self._data.pop(key, None)
+        value = self._data.pop(key, _MISSING)
+        if value is _MISSING:
+            return None
+        if self._size is not None:
+            self._bytes -= self._size(value)
+        return value  # type: ignore[no-any-return]
 
     def oldest(self) -> tuple[K, V] | None:
         """The least recently used entry, without refreshing it (None when empty)."""
@@ -97,6 +165,7 @@ class BoundedMap(Generic[K, V]):
             try:
                 values.append(self._data.popitem(last=False)[1])
             except KeyError:
+                self._bytes = 0
                 return values
 
     def keys(self) -> list[K]:

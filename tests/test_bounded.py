@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import threading
+from pathlib import Path
 
+import pytest
+
+from otel_compaction import _bounded
 from otel_compaction._bounded import BoundedMap
+
+PACKAGE = Path(_bounded.__file__).resolve().parent
 
 
 def test_the_least_recently_used_entry_goes_first() -> None:
@@ -86,3 +93,70 @@ def test_racing_threads_keep_the_bound_and_lose_no_eviction() -> None:
     assert sorted(evicted + lru.values()) == sorted(
         n for t in range(8) for n in range(t * 10_000, t * 10_000 + 2000)
     )
+
+
+def test_a_sized_map_keeps_its_values_within_max_bytes() -> None:
+    """Bounded in bytes too, a map forgets the least recently used values until the rest
+    fit, and its byte count follows every put, replacement, pop and drain."""
+    lru: BoundedMap[str, str] = BoundedMap(10, max_bytes=10, size=len)
+    assert lru.put("a", "x" * 4) == []
+    assert lru.put("b", "y" * 4) == []
+    assert lru.get("a") == "x" * 4
+    assert lru.put("c", "z" * 4) == ["y" * 4]  # b was the least recently used
+    assert (lru.keys(), lru.nbytes) == (["a", "c"], 8)
+    assert lru.put("a", "x") == []  # replaced: its old size no longer counts
+    assert lru.nbytes == 5
+    assert lru.pop("c") == "z" * 4
+    assert lru.nbytes == 1
+    assert lru.drain() == ["x"]
+    assert lru.nbytes == 0
+
+
+def test_a_value_larger_than_max_bytes_is_not_kept() -> None:
+    """A value over the byte bound by itself is returned as evicted, takes its key's old
+    value with it, and pushes out nothing else."""
+    lru: BoundedMap[str, str] = BoundedMap(10, max_bytes=10, size=len)
+    lru.put("small", "s")
+    lru.put("huge", "h")
+    assert lru.put("huge", "h" * 11) == ["h" * 11]
+    assert (lru.items(), lru.nbytes) == ([("small", "s")], 1)
+
+
+def test_max_bytes_needs_a_size() -> None:
+    """A byte bound without a way to size values (or the reverse) is refused."""
+    with pytest.raises(ValueError, match="together"):
+        BoundedMap(4, max_bytes=10)
+
+
+def _lru_caches() -> list[tuple[str, ast.expr]]:
+    """Each ``lru_cache`` (or ``cache``) decorator of the package: the module, dotted below
+    ``otel_compaction``, and the decorator."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                found += [(module, d) for d in node.decorator_list if _is_cache(d)]
+    return found
+
+
+def _is_cache(decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+    return name in {"lru_cache", "cache"}
+
+
+def test_every_lru_cache_is_bounded_and_named_in_the_bounded_module() -> None:
+    """Each ``functools`` memo left in the package has a ``maxsize`` and its module is one
+    that ``_bounded``'s docstring gives the reason for; the count there is the count here."""
+    caches = _lru_caches()
+    doc = " ".join((_bounded.__doc__ or "").split())
+    assert len(caches) == 10
+    assert "remains in ten places" in doc
+    for module, decorator in caches:
+        assert f"``{module}" in doc, module
+        assert isinstance(decorator, ast.Call), module
+        assert [k.arg for k in decorator.keywords] == ["maxsize"], module
+        size = decorator.keywords[0].value
+        assert isinstance(size, ast.Constant), module
+        assert isinstance(size.value, int), module

@@ -1,5 +1,6 @@
-"""Imports go one way: the pure stages import no SDK, no wrapt, no LLM client; readers of
-telemetry go through the OTLP library, never through the service."""
+"""Imports go one way: the pure stages import no SDK, no wrapt, no LLM client, and read no
+ambient state (clock, lock, context variable, process id); readers of telemetry go through
+the OTLP library, never through the service."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ import pytest
 from otel_compaction.cli._extras import PROCESSOR
 
 PACKAGE = Path(__file__).resolve().parents[1] / "otel_compaction"
-PURE = ("signals", "lineage", "detectors", "inference")
+PURE = ("signals", "lineage", "detectors", "inference", "model.py")
 FORBIDDEN = ("opentelemetry", "wrapt", "anthropic", "openai", "httpx", "langchain", "grpc")
+AMBIENT = ("contextvars", "threading", "os", "time")
+"""Modules through which code reads the clock, the thread or task it runs in, or the
+process: the instrumentation gives the pure stages what they need of them."""
 
 
 def _imports(path: Path) -> set[str]:
@@ -28,17 +32,49 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
+def _sources(stage: Path) -> list[Path]:
+    """The Python files of a stage: the folder's, or the one module."""
+    return [stage] if stage.is_file() else sorted(stage.rglob("*.py"))
+
+
+def _top_level(stage: Path, modules: tuple[str, ...]) -> list[str]:
+    """The imports of ``stage`` whose top-level module is one of ``modules``."""
+    return [
+        f"{path.name}: {name}"
+        for path in _sources(stage)
+        for name in sorted(_imports(path))
+        if name.split(".")[0] in modules
+    ]
+
+
 @pytest.mark.parametrize("stage", PURE)
 def test_pure_stages_import_no_sdk(stage: str) -> None:
-    """signals/, lineage/, detectors/ and inference/ stay free of the OTel SDK, wrapt and the
-    LLM SDKs."""
-    offenders = [
-        f"{path.name}: {name}"
-        for path in sorted((PACKAGE / stage).rglob("*.py"))
-        for name in _imports(path)
-        if name.split(".")[0] in FORBIDDEN
+    """signals/, lineage/, detectors/, inference/ and model.py stay free of the OTel SDK,
+    wrapt and the LLM SDKs."""
+    assert _top_level(PACKAGE / stage, FORBIDDEN) == []
+
+
+@pytest.mark.parametrize("stage", PURE)
+def test_pure_stages_read_no_ambient_state(stage: str) -> None:
+    """The pure stages import no contextvars, threading, os or time: the clock, the lock,
+    the caller's thread or task and the process's ids are given to them as arguments."""
+    assert _top_level(PACKAGE / stage, AMBIENT) == []
+
+
+def test_an_ambient_import_is_found(tmp_path: Path) -> None:
+    """A context variable or a clock imported in a function, or a submodule of os, is
+    reported."""
+    module = tmp_path / "stage.py"
+    module.write_text(
+        "import os.path\ndef f():\n    from contextvars import ContextVar\n    import time\n",
+        encoding="utf-8",
+    )
+    assert _top_level(module, AMBIENT) == [
+        "stage.py: contextvars",
+        "stage.py: contextvars.ContextVar",
+        "stage.py: os.path",
+        "stage.py: time",
     ]
-    assert not offenders
 
 
 def _module_name(path: Path) -> str:

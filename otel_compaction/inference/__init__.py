@@ -8,7 +8,14 @@ the LLM SDKs and wrapt, like ``signals`` and ``lineage``; the instrumentation
 
 - ``messages``: facts about one message (fingerprint, sizes, tool results, summaries);
 - ``rewrite``: the compaction a rewritten history shows (prune, lossy, whole history);
-- ``history``: the tracker that places each request in its conversation.
+- ``history``: the tracker that places each request in its conversation (its parts:
+  ``_placer``, ``_store``, ``_placement``, ``_summarizing``, ``_rewrites``,
+  ``_replacement``; ``carry`` and ``summarizer`` the evidence they weigh).
+
+Pure as ``signals`` is: no clock, lock, context variable, process id or time of day is
+read here (the layering test checks the imports). The instrumentation gives the tracker
+its clock, its lock, the caller's thread's or task's recent conversations and its ids
+(``instrument._ambient``).
 
 The rules, with their thresholds, are in ``docs/instrumentation.md`` (Conversations,
 Compactions).

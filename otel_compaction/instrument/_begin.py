@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_compaction.inference.history import Placement, new_conversation_id
+from otel_compaction.inference.history import Placement
 from otel_compaction.inference.messages import describe
 from otel_compaction.instrument import _scope as scope
+from otel_compaction.instrument._ambient import new_conversation_id
 from otel_compaction.instrument._api import ProviderApi, RequestInfo
 from otel_compaction.instrument._call import InferenceCall
 from otel_compaction.instrument._framework import FrameworkCall

@@ -23,7 +23,7 @@ from otel_compaction._bounded import BoundedMap
 from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.emit.metrics import CompactionMetrics
-from otel_compaction.inference.history import HistoryTracker
+from otel_compaction.instrument._ambient import process_tracker
 from otel_compaction.instrument._guard import Guard
 from otel_compaction.model import CompactionAnalysis, Finding
 from otel_compaction.semconv import SCHEMA_URL
@@ -91,10 +91,10 @@ class Runtime:
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.registry = ConversationRegistry(self.settings)
-        self.history = HistoryTracker(
-            idle_seconds=self.settings.conversation_idle_seconds,
-            max_chars=self.settings.history_max_chars,
-            at_pressure=self._at_pressure,
+        self.history = process_tracker(
+            self.settings.conversation_idle_seconds,
+            self.settings.history_max_chars,
+            self._at_pressure,
         )
         self.tracer = trace.get_tracer(
             SCOPE, __version__, tracer_provider=tracer_provider, schema_url=SCHEMA_URL

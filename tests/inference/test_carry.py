@@ -10,7 +10,17 @@ from typing import Any
 
 import pytest
 
-from otel_compaction.inference import carry, history, messages
+from otel_compaction.inference import (
+    _placement,
+    _placer,
+    _replacement,
+    _rewrites,
+    _store,
+    _summarizing,
+    carry,
+    history,
+    messages,
+)
 from otel_compaction.inference.carry import CARRY_READ_CHARS, CARRY_SAMPLE, Reading, Sample
 from otel_compaction.inference.history import (
     WHOLE_HISTORY_REST,
@@ -23,6 +33,8 @@ from otel_compaction.lineage.text import survival
 
 SYSTEM = "You read one document and answer questions about it."
 MODEL = "model-a"
+TRACKER_MODULES = (history, _placement, _placer, _replacement, _rewrites, _store, _summarizing)
+"""The modules of the history tracker, which describe messages."""
 VOCABULARY = [f"w{n}" for n in range(3_000)]
 
 
@@ -52,9 +64,12 @@ def _counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
 
     with monkeypatch.context() as patch:
         patch.setattr(carry, "words", counting("chars", text.words, len))
-        patch.setattr(history, "describe", counting("described", messages.describe, _one))
-        copied = counting("copied", history._sent_back, lambda h, *c: len(h.facts))
-        patch.setattr(history, "_sent_back", copied)
+        described = counting("described", messages.describe, _one)
+        for module in TRACKER_MODULES:
+            patch.setattr(module, "describe", described)
+        copied = counting("copied", _placement.sent_back, lambda h, *c: len(h.facts))
+        for module in (_replacement, _rewrites, _summarizing):
+            patch.setattr(module, "sent_back", copied)
         patch.setattr(messages, "fingerprint", counting("keys", messages.fingerprint, _top))
         yield counts
 
@@ -88,7 +103,8 @@ def _per_call(monkeypatch: pytest.MonkeyPatch, size: int) -> Counter[str]:
     _document_loop(tracker, size, 9)
     with _counted(monkeypatch) as counts:
         placed = _document_loop(tracker, size, 1, start=9)
-    assert placed[0] not in tracker._signed or len(tracker._signed) <= carry.MAX_SIGNATURES
+    signed = tracker._store._signed
+    assert placed[0] not in signed or len(signed) <= carry.MAX_SIGNATURES
     return counts
 
 
@@ -119,7 +135,7 @@ def test_every_call_of_a_long_document_loop_stays_under_the_ceiling(
         reads.append(counts["chars"])
     assert max(reads) <= CARRY_READ_CHARS
     assert len(set(_document_loop(tracker, 1_000, 80, start=12))) == 80
-    signed = [h for h in tracker._by_id.values() if h.carry is not None]
+    signed = [h for h in tracker._store.by_id.values() if h.carry is not None]
     assert 0 < len(signed) <= carry.MAX_SIGNATURES
 
 

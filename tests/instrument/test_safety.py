@@ -16,7 +16,7 @@ from otel_compaction import semconv as sc
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
 from otel_compaction.emit.metrics import CompactionMetrics
-from otel_compaction.inference import history
+from otel_compaction.inference import _rewrites, history
 from otel_compaction.instrument import (
     CompactionInstrumentor,
     _begin,
@@ -74,7 +74,7 @@ def _boom(*_: Any, **__: Any) -> Any:
 STAGES: dict[str, tuple[Any, str]] = {
     "request extraction": (AnthropicMessages, "request"),
     "history placement": (history.HistoryTracker, "place"),
-    "rewrite inference": (history, "infer_rewrite"),
+    "rewrite inference": (_rewrites, "infer_rewrite"),
     "span start": (_begin, "start_inference_span"),
     "response extraction": (AnthropicMessages, "response"),
     "stream event": (AnthropicStream, "on_event"),
