@@ -25,10 +25,7 @@ from otel_compaction.instrument._api import (
     offers_tools,
     server_attributes,
 )
-from otel_compaction.semconv import CompactionMode
-
-TRIGGER_AUTO = "auto"
-TRIGGER_SUMMARIZE = "summarize"
+from otel_compaction.semconv import CompactionMode, CompactionTrigger
 
 
 def _client_conversation_id(instance: Any) -> str | None:
@@ -137,7 +134,7 @@ def _compaction(content: Any, request: RequestInfo) -> ServerCompaction:
     summary = content if isinstance(content, str) else None
     return ServerCompaction(
         mode=CompactionMode.SERVER,
-        trigger=TRIGGER_SUMMARIZE if request.compaction_call else TRIGGER_AUTO,
+        trigger=CompactionTrigger.SUMMARIZE if request.compaction_call else CompactionTrigger.AUTO,
         summary=summary,
         failed=summary is None,
     )

@@ -24,11 +24,7 @@ from otel_compaction.instrument._api import (
     offers_tools,
     server_attributes,
 )
-from otel_compaction.semconv import CallUsage, CompactionMode
-
-TRIGGER_THRESHOLD = "compact_threshold"
-TRIGGER_ENDPOINT = "responses.compact"
-TRIGGER_CACHE = "context_compacted"
+from otel_compaction.semconv import CallUsage, CompactionMode, CompactionTrigger
 
 
 def _base_attributes(instance: Any, model: Any) -> dict[str, Any]:
@@ -234,8 +230,10 @@ class OpenAIResponses:
         for item in output:
             _read_item(info, item, request)
         diagnostics = field_of(result, "prompt_cache_diagnostics")
-        if field_of(diagnostics, "reason") == TRIGGER_CACHE:
-            info.compactions.append(ServerCompaction(CompactionMode.SERVER, TRIGGER_CACHE))
+        if field_of(diagnostics, "reason") == CompactionTrigger.CONTEXT_COMPACTED:
+            info.compactions.append(
+                ServerCompaction(CompactionMode.SERVER, CompactionTrigger.CONTEXT_COMPACTED)
+            )
         info.conversation_id = _conversation_id(field_of(result, "conversation"))
         info.echo = tuple(output)
         return info
@@ -288,7 +286,9 @@ def _read_item(info: ResponseInfo, item: Any, request: RequestInfo) -> None:
         info.compactions.append(
             ServerCompaction(
                 mode=CompactionMode.SERVER,
-                trigger=TRIGGER_ENDPOINT if request.compaction_call else TRIGGER_THRESHOLD,
+                trigger=CompactionTrigger.RESPONSES_COMPACT
+                if request.compaction_call
+                else CompactionTrigger.COMPACT_THRESHOLD,
                 summary=key if isinstance(key, str) else None,
                 summary_is_text=False,
                 compaction_id=field_of(item, "id"),
@@ -339,7 +339,9 @@ class ResponsesStream:
         if self._compacting and not info.compactions:
             info.compactions.append(
                 ServerCompaction(
-                    CompactionMode.SERVER, TRIGGER_THRESHOLD, call_usage=CallUsage.UNKNOWN
+                    CompactionMode.SERVER,
+                    CompactionTrigger.COMPACT_THRESHOLD,
+                    call_usage=CallUsage.UNKNOWN,
                 )
             )
         info.echo = tuple(self._items)

@@ -46,11 +46,10 @@ from otel_compaction.instrument.langchain._telemetry import (
     current_context,
 )
 from otel_compaction.model import CompactionObservation
+from otel_compaction.semconv import ErrorStage
 
 logger = logging.getLogger("otel_compaction.instrument.langchain")
 
-ERROR_STAGE = "callback"
-"""The ``compaction.error.stage`` of every error a callback swallowed."""
 EXTRA_TOOLS_MEMORY = 32
 
 
@@ -80,7 +79,10 @@ class CompactionCallbackHandler(BaseCallbackHandler):
         self._states = ConversationStates(runtime.settings.max_conversations)
         self._lock = threading.RLock()
         self._guard = Guard(
-            runtime.metrics, counted_as=ERROR_STAGE, logger=logger, kind="LangChain callback"
+            runtime.metrics,
+            counted_as=ErrorStage.CALLBACK,
+            logger=logger,
+            kind="LangChain callback",
         )
         self.enabled = True
 

@@ -18,12 +18,8 @@ from otel_compaction.instrument.langchain import _messages as msg
 from otel_compaction.instrument.langchain._scan import InputScan
 from otel_compaction.instrument.langchain._state import ConversationState
 from otel_compaction.model import CompactionObservation, TurnObservation
-from otel_compaction.semconv import CompactionMode, CompactionSource
+from otel_compaction.semconv import CompactionMode, CompactionSource, CompactionTrigger
 from otel_compaction.signals.tokens import estimate_tokens
-
-TRIGGER_AUTO = "auto"
-TRIGGER_CLEAR_TOOL_USES = "clear_tool_uses"
-TRIGGER_LANGMEM = "running_summary"
 
 
 def summarization_observation(
@@ -46,7 +42,7 @@ def summarization_observation(
     return CompactionObservation(
         source=CompactionSource.LANGCHAIN,
         mode=CompactionMode.LOSSY,
-        trigger=TRIGGER_AUTO,
+        trigger=CompactionTrigger.AUTO,
         tokens_before=state.scaled(msg.messages_tokens(before)),
         tokens_after=summary_tokens + retained,
         summary_tokens=summary_tokens,
@@ -99,7 +95,7 @@ def prune_observation(scan: InputScan, state: ConversationState) -> CompactionOb
     return CompactionObservation(
         source=CompactionSource.LANGCHAIN,
         mode=CompactionMode.PRUNE,
-        trigger=TRIGGER_CLEAR_TOOL_USES,
+        trigger=CompactionTrigger.CLEAR_TOOL_USES,
         tokens_before=after + reclaimed if known else None,
         tokens_after=after,
         continues_lineage=False,
@@ -125,7 +121,7 @@ def server_observations(
             CompactionObservation(
                 source=CompactionSource.LANGCHAIN,
                 mode=CompactionMode.SERVER,
-                trigger=TRIGGER_AUTO,
+                trigger=CompactionTrigger.AUTO,
                 tokens_before=before,
                 tokens_after=after if after is not None else summary_tokens,
                 summary_tokens=summary_tokens,
@@ -162,7 +158,7 @@ def running_summary_observation(
     return CompactionObservation(
         source=CompactionSource.LANGCHAIN,
         mode=CompactionMode.LOSSY,
-        trigger=TRIGGER_LANGMEM,
+        trigger=CompactionTrigger.RUNNING_SUMMARY,
         tokens_before=state.scaled(msg.messages_tokens(unsummarized) + old_tokens)
         if messages
         else None,
