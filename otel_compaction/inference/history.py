@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_compaction.inference import carry
-from otel_compaction.inference.messages import MessageFacts, describe, fingerprint, lead, text_of
+from otel_compaction.inference.messages import MessageFacts, describe, lead, text_of, value_digest
 from otel_compaction.inference.rewrite import (
     MIN_DROPPED_TURNS,
     MIN_DROPPED_TURNS_AT_PRESSURE,
@@ -245,7 +245,7 @@ class HistoryTracker:
     _tail_marks: dict[tuple[int, int], int] = field(default_factory=dict, init=False)
     """How many indexed tail messages have each size and lead (``_History.tail_marks``): a
     message of another size or lead cannot share a tail, so a new conversation's first
-    call fingerprints none of its messages but those marked so (it reads its history
+    call digests none of its messages but those marked so (it reads its history
     once, not twice)."""
     _stale: dict[str, None] = field(default_factory=dict, init=False)
     """Histories whose entries in ``_by_tail`` are behind their facts: brought up to date
@@ -294,7 +294,7 @@ class HistoryTracker:
         placed in the conversation it draws on and remembered nowhere. A request found
         to be one by its own evidence (``inference.summarizer``) is treated alike.
         """
-        system_key = fingerprint(system)[0] if system else 0
+        system_key = value_digest(system)[0] if system else 0
         with self._lock:
             self._expire()
             self._asking = _Asking(system, tools)
@@ -321,7 +321,7 @@ class HistoryTracker:
         messages of a conversation's history appearing in it.
         """
         msgs = tuple(messages)
-        system_key = fingerprint(system)[0] if system else 0
+        system_key = value_digest(system)[0] if system else 0
         with self._lock:
             anchor = _anchor(system_key, self._head(msgs))
             for cid in reversed(self._by_anchor.get(anchor, ())):

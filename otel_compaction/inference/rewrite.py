@@ -20,7 +20,7 @@ conversation was rewritten. Three shapes are recognised, in this order:
   a compaction;
 - anything else is not a compaction (a new conversation that shares a head).
 
-Only message fingerprints are compared, so the cost is linear in the history and
+Only message digests are compared, so the cost is linear in the history and
 paid only on a rewrite.
 """
 

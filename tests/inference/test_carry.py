@@ -39,7 +39,7 @@ def _text(rng: random.Random, chars: int) -> str:
 @contextmanager
 def _counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """Counts, while the block runs: characters split into words by the carry-over measure,
-    messages described by the tracker, fingerprints taken (a message's key, the system
+    messages described by the tracker, digests taken (a message's key, the system
     prompt's) and remembered facts copied as the old side of a whole-history replacement."""
     counts: Counter[str] = Counter()
 
@@ -55,7 +55,7 @@ def _counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
         patch.setattr(history, "describe", counting("described", messages.describe, _one))
         copied = counting("copied", history._sent_back, lambda h, *c: len(h.facts))
         patch.setattr(history, "_sent_back", copied)
-        patch.setattr(messages, "fingerprint", counting("keys", messages.fingerprint, _top))
+        patch.setattr(messages, "value_digest", counting("keys", messages.value_digest, _top))
         yield counts
 
 
@@ -64,7 +64,7 @@ def _one(message: Any) -> int:
 
 
 def _top(value: Any, depth: int = 0) -> int:
-    """A fingerprint asked for from outside (not a member's, inside one)."""
+    """A digest asked for from outside (not a member's, inside one)."""
     return 1 if depth == 0 else 0
 
 
@@ -160,7 +160,7 @@ def test_a_first_call_costs_the_same_after_small_and_large_recent_conversations(
     assert small["chars"] == 0
 
 
-def test_a_first_call_fingerprints_no_message_of_a_size_no_tail_has(
+def test_a_first_call_digests_no_message_of_a_size_no_tail_has(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Only a message of a size some remembered tail has could share that tail: the others
@@ -234,7 +234,7 @@ def test_a_history_signed_once_is_not_read_again() -> None:
 
 
 def test_a_message_and_its_sdk_or_reordered_twin_have_the_same_lead() -> None:
-    """The tail prefilter's mark follows the fingerprint: an SDK object and its dict, or a
+    """The tail prefilter's mark follows the digest: an SDK object and its dict, or a
     dict in another key order, mark alike, so a shared tail is never passed over."""
     from anthropic.types import TextBlock, ToolUseBlock
 
@@ -250,6 +250,6 @@ def test_a_message_and_its_sdk_or_reordered_twin_have_the_same_lead() -> None:
         ],
         "role": "assistant",
     }
-    assert messages.fingerprint(sdk) == messages.fingerprint(plain)
+    assert messages.value_digest(sdk) == messages.value_digest(plain)
     assert messages.lead(sdk) == messages.lead(plain) != 0
     assert messages.lead({"role": "user", "content": "a"}) != messages.lead(plain)
