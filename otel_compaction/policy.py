@@ -30,7 +30,7 @@ from otel_compaction.config import Settings
 from otel_compaction.detectors.cadence import cadence_verdict, format_numbers
 from otel_compaction.detectors.veto import VetoVerdict, settings_verdict, veto_verdict
 from otel_compaction.model import PhaseEstimate
-from otel_compaction.semconv import AdviceAction
+from otel_compaction.semconv import AdviceAction, ErrorStage
 
 if TYPE_CHECKING:
     from otel_compaction.analyzer import ConversationAnalyzer
@@ -334,7 +334,7 @@ def advise(conversation_id: str | None = None) -> Advice:
     from otel_compaction.instrument import _runtime
     from otel_compaction.instrument import _scope as scope
 
-    with _runtime.guard().stage("advice"):
+    with _runtime.guard().stage(ErrorStage.ADVICE):
         ref = scope.given_conversation(conversation_id)
         cid = ref.id if ref is not None else scope.last_conversation()
         runtime = _runtime.current()

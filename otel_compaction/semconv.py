@@ -5,16 +5,94 @@ boundaries live here and nowhere else; ``docs/semantic-conventions.md`` document
 each of them, and a test fails when code, a dashboard or an alert rule uses a
 name that is not defined here.
 
-Official GenAI semantic-convention names are used where one exists (they are in
+Official GenAI semantic-convention names are used where one exists, taken from the
+``opentelemetry-semantic-conventions`` package and re-exported here (they are in
 Development status; keeping them in one module makes a rename a one-line change).
-Everything else is in the ``compaction.`` namespace.
+Everything else is in the ``compaction.`` namespace. Every value set an attribute or a
+metric label takes (sources, modes, triggers, conversation-id sources, error stages...)
+is a ``StrEnum`` here, and a test checks that what the code emits is a member.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum, StrEnum
+from types import MappingProxyType
 from typing import Final
+
+from opentelemetry.semconv._incubating.attributes.event_attributes import EVENT_NAME as EVENT_NAME
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_AGENT_NAME as GEN_AI_AGENT_NAME,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_CONVERSATION_ID as GEN_AI_CONVERSATION_ID,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_INPUT_MESSAGES as GEN_AI_INPUT_MESSAGES,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_OPERATION_NAME as GEN_AI_OPERATION_NAME,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_OUTPUT_MESSAGES as GEN_AI_OUTPUT_MESSAGES,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_PROVIDER_NAME as GEN_AI_PROVIDER_NAME,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_REQUEST_MAX_TOKENS as GEN_AI_REQUEST_MAX_TOKENS,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_REQUEST_MODEL as GEN_AI_REQUEST_MODEL,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_REQUEST_TEMPERATURE as GEN_AI_REQUEST_TEMPERATURE,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_RESPONSE_FINISH_REASONS as GEN_AI_RESPONSE_FINISH_REASONS,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_RESPONSE_ID as GEN_AI_RESPONSE_ID,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_RESPONSE_MODEL as GEN_AI_RESPONSE_MODEL,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_SYSTEM_INSTRUCTIONS as GEN_AI_SYSTEM_INSTRUCTIONS,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_TOKEN_TYPE as GEN_AI_TOKEN_TYPE,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_TOOL_DEFINITIONS as GEN_AI_TOOL_DEFINITIONS,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS as GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_USAGE_COMPLETION_TOKENS as GEN_AI_USAGE_COMPLETION_TOKENS,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_USAGE_INPUT_TOKENS as GEN_AI_USAGE_INPUT_TOKENS,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_USAGE_OUTPUT_TOKENS as GEN_AI_USAGE_OUTPUT_TOKENS,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GEN_AI_USAGE_PROMPT_TOKENS as GEN_AI_USAGE_PROMPT_TOKENS,
+)
+from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
+    GenAiOperationNameValues,
+    GenAiProviderNameValues,
+    GenAiTokenTypeValues,
+)
+from opentelemetry.semconv._incubating.attributes.session_attributes import SESSION_ID as SESSION_ID
+from opentelemetry.semconv._incubating.metrics import gen_ai_metrics as _gen_ai_metrics
+from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE as ERROR_TYPE
+from opentelemetry.semconv.attributes.server_attributes import SERVER_ADDRESS as SERVER_ADDRESS
+from opentelemetry.semconv.attributes.server_attributes import SERVER_PORT as SERVER_PORT
+from opentelemetry.semconv.attributes.service_attributes import SERVICE_NAME as SERVICE_NAME
 
 # --------------------------------------------------------------------------- #
 # Official GenAI semantic conventions (and general ones) that we use.
@@ -25,36 +103,20 @@ SEMCONV_VERSION: Final = "1.44.0"
 SCHEMA_URL: Final = f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}"
 """The ``schema_url`` of every tracer and meter we create (see docs/semantic-conventions.md)."""
 
-GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
-GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
-GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
-GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
-GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
-GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
-GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
-GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
-GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
-GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+# The official keys come from the semantic-conventions package (re-exported here, so the
+# rest of the code imports every name from this module); literals only for the keys the
+# package (``opentelemetry-semantic-conventions>=0.61b0``) lacks, listed in
+# docs/semantic-conventions.md under "Version".
 GEN_AI_CONVERSATION_COMPACTED: Final = "gen_ai.conversation.compacted"
-GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
-GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
-GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
 GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"
-GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
-GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
-GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
-GEN_AI_SYSTEM_INSTRUCTIONS: Final = "gen_ai.system_instructions"
-ERROR_TYPE: Final = "error.type"
-SERVER_ADDRESS: Final = "server.address"
-SERVER_PORT: Final = "server.port"
 
-# Values of gen_ai.operation.name and gen_ai.provider.name we emit.
-OPERATION_CHAT: Final = "chat"
-OPERATION_INVOKE_AGENT: Final = "invoke_agent"
-PROVIDER_ANTHROPIC: Final = "anthropic"
-PROVIDER_OPENAI: Final = "openai"
-TOKEN_TYPE_INPUT: Final = "input"
-TOKEN_TYPE_OUTPUT: Final = "output"
+# Values of gen_ai.operation.name, gen_ai.provider.name and gen_ai.token.type we emit.
+OPERATION_CHAT: Final[str] = GenAiOperationNameValues.CHAT.value
+OPERATION_INVOKE_AGENT: Final[str] = GenAiOperationNameValues.INVOKE_AGENT.value
+PROVIDER_ANTHROPIC: Final[str] = GenAiProviderNameValues.ANTHROPIC.value
+PROVIDER_OPENAI: Final[str] = GenAiProviderNameValues.OPENAI.value
+TOKEN_TYPE_INPUT: Final[str] = GenAiTokenTypeValues.INPUT.value
+TOKEN_TYPE_OUTPUT: Final[str] = GenAiTokenTypeValues.OUTPUT.value
 
 # The environment variable of the GenAI conventions that gates content capture.
 ENV_CAPTURE_MESSAGE_CONTENT: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -208,6 +270,64 @@ class CallUsage(StrEnum):
     neither size is read from it; the size after comes from the next call."""
 
 
+class CompactionTrigger(StrEnum):
+    """Why a compaction fired (``compaction.trigger``): the values the instrumentation and
+    the processor write. An agent's own trigger (Claude Code's transcripts and events,
+    Codex's rollouts) and ``record_compaction(trigger=...)`` pass through as given."""
+
+    AUTO = "auto"
+    """The provider, framework or agent compacted on its own, at its threshold (an
+    Anthropic server-side compaction, LangChain's summarization, Claude Code)."""
+    MANUAL = "manual"
+    """Fired by hand (Claude Code's ``/compact``)."""
+    SUMMARIZE = "summarize"
+    """An Anthropic call made to compact (the compaction is what it was asked for)."""
+    COMPACT_THRESHOLD = "compact_threshold"
+    """OpenAI Responses ``context_management`` compacted past its threshold."""
+    RESPONSES_COMPACT = "responses.compact"
+    """OpenAI's ``responses.compact`` endpoint."""
+    CONTEXT_COMPACTED = "context_compacted"
+    """OpenAI's cache diagnostics say the context was compacted."""
+    CLEAR_TOOL_USES = "clear_tool_uses"
+    """LangChain's context editing cleared tool results."""
+    RUNNING_SUMMARY = "running_summary"
+    """langmem's running summary replaced the history."""
+    HISTORY_REWRITTEN = "history_rewritten"
+    """Inferred: new text stands where turns were (a summary, with or without a tail)."""
+    TOOL_OUTPUTS_CLEARED = "tool_outputs_cleared"
+    """Inferred: messages kept their place and shrank (tool outputs cleared)."""
+    MESSAGES_DROPPED = "messages_dropped"
+    """Inferred: messages were dropped, nothing put in their place."""
+    HISTORY_REPLACED = "history_replaced"
+    """Inferred: user or system text replaced the whole history after a common head."""
+    SUMMARIZER_CALL = "summarizer_call"
+    """Inferred from a summarizer's call (no tools, another system prompt) whose answer
+    the rewritten history carries."""
+    TOKEN_FALL = "token_fall"
+    """Inferred by the processor: the context fell sharply after a call at pressure."""
+    UNCARRIED_REPLY = "uncarried_reply"
+    """Inferred by the processor: a reply the next call did not carry."""
+    CONVERSATION_COMPACTED = "conversation_compacted"
+    """Inferred by the processor from ``gen_ai.conversation.compacted``."""
+
+
+class ConversationIdSource(StrEnum):
+    """How a conversation's id was found (``compaction.conversation.id_source``)."""
+
+    EXPLICIT = "explicit"
+    """``conversation()`` or an argument naming it."""
+    BAGGAGE = "baggage"
+    """OpenTelemetry baggage carried it."""
+    CLIENT = "client"
+    """The client's own option (the anthropic ``conversation_id``, OpenAI ``conversation=``)."""
+    CHAINED = "chained"
+    """OpenAI ``previous_response_id`` chains the call to an earlier one."""
+    FRAMEWORK = "framework"
+    """A framework's thread (LangChain/LangGraph, LiteLLM, aider)."""
+    INFERRED = "inferred"
+    """Inferred from the history: the application gave none."""
+
+
 class PhaseSource(StrEnum):
     """Where the phase of a turn came from (``compaction.phase.source``)."""
 
@@ -277,14 +397,22 @@ FLAG_KEYS: Final = (*FLAG_BY_KIND.values(), FLAG_REASON)
 
 # Values of gen_ai.operation.name that are one LLM call (one turn); spans of other
 # operations (invoke_agent, execute_tool, embeddings) are not turns.
-INFERENCE_OPERATIONS: Final = (OPERATION_CHAT, "text_completion", "generate_content")
+INFERENCE_OPERATIONS: Final = (
+    OPERATION_CHAT,
+    GenAiOperationNameValues.TEXT_COMPLETION.value,
+    GenAiOperationNameValues.GENERATE_CONTENT.value,
+)
+
+# --------------------------------------------------------------------------- #
+# Read, never emitted: Claude Code's and Codex's own event keys. Their reader is
+# otel_compaction/otlp/agent_events.py (and docs/semantic-conventions.md, "Read, not
+# emitted: Claude Code's own events"); the names are the agents', not ours.
+# --------------------------------------------------------------------------- #
 
 # Claude Code's own OpenTelemetry log events (CLAUDE_CODE_ENABLE_TELEMETRY=1),
 # read by the processor. Their attribute keys are Claude Code's, not ours.
 CLAUDE_CODE_EVENT_COMPACTION: Final = "claude_code.compaction"
 CLAUDE_CODE_EVENT_API_REQUEST: Final = "claude_code.api_request"
-EVENT_NAME: Final = "event.name"
-SESSION_ID: Final = "session.id"
 CLAUDE_CODE_MODEL: Final = "model"
 CLAUDE_CODE_INPUT_TOKENS: Final = "input_tokens"
 CLAUDE_CODE_CACHE_READ_TOKENS: Final = "cache_read_tokens"
@@ -320,6 +448,8 @@ CODEX_MODEL: Final = "model"
 CODEX_INPUT_TOKENS: Final = "input_token_count"
 CODEX_OUTPUT_TOKENS: Final = "output_token_count"
 CODEX_CACHED_TOKENS: Final = "cached_token_count"
+
+# --- end of Claude Code's and Codex's keys.
 
 # Marker appended to captured content cut at Settings.content_max_chars.
 TRUNCATION_MARKER: Final = "…[truncated {omitted} chars]"
@@ -392,7 +522,7 @@ RESIDUAL_TOKEN_BUCKETS: Final = (0.0, 500.0, 1000.0, 2000.0, 4000.0, 8000.0, 160
 GENERATION_BUCKETS: Final = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 15.0, 20.0)
 
 METRIC_TOKEN_USAGE: Final = MetricSpec(
-    "gen_ai.client.token.usage",
+    _gen_ai_metrics.GEN_AI_CLIENT_TOKEN_USAGE,
     "histogram",
     "{token}",
     "Number of input and output tokens used per call.",
@@ -400,7 +530,7 @@ METRIC_TOKEN_USAGE: Final = MetricSpec(
     TOKEN_USAGE_BUCKETS,
 )
 METRIC_OPERATION_DURATION: Final = MetricSpec(
-    "gen_ai.client.operation.duration",
+    _gen_ai_metrics.GEN_AI_CLIENT_OPERATION_DURATION,
     "histogram",
     "s",
     "Duration of a GenAI operation.",
@@ -575,14 +705,50 @@ METRIC_PROCESSOR_UNREAD_SPANS: Final = MetricSpec(
 )
 
 ERROR_STAGE: Final = "compaction.error.stage"
-# Stages at which the instrumentation may catch its own error (values of ERROR_STAGE).
-ERROR_STAGES: Final = (
-    "request", "response", "stream", "analysis", "compaction", "context", "callback",
-)  # fmt: skip
+
+
+class ErrorStage(StrEnum):
+    """Where the instrumentation caught its own error (``compaction.error.stage``)."""
+
+    REQUEST = "request"
+    """Reading an LLM call's arguments, before the call."""
+    RESPONSE = "response"
+    """Reading the call's response."""
+    STREAM = "stream"
+    """Reading a streamed response's events."""
+    ANALYSIS = "analysis"
+    """The engine (signals, lineage, detectors) on a finished call."""
+    COMPACTION = "compaction"
+    """Recording a compaction (``record_compaction``, ``compaction()`` blocks)."""
+    CONTEXT = "context"
+    """Scoping calls to a conversation (``conversation()``, frameworks' hooks)."""
+    CALLBACK = "callback"
+    """A LangChain callback."""
+    ADVICE = "advice"
+    """The policy advisor (``otel_compaction.policy``)."""
+
+
+ERROR_STAGES: Final = tuple(ErrorStage)
+"""Every error stage, in order: the metric is primed at 0 for each."""
 PROCESSOR_SIGNAL: Final = "compaction.processor.signal"
 PROCESSOR_TRANSPORT: Final = "compaction.processor.transport"
 PROCESSOR_REASON: Final = "compaction.processor.reason"
 PROCESSOR_SNAPSHOT_REASON: Final = "compaction.processor.snapshot.reason"
+
+
+class ProcessorSignal(StrEnum):
+    """Values of ``compaction.processor.signal``: the OTLP signal of the items counted."""
+
+    TRACES = "traces"
+    METRICS = "metrics"
+    LOGS = "logs"
+
+
+class ProcessorTransport(StrEnum):
+    """Values of ``compaction.processor.transport``: the receiver that accepted the items."""
+
+    GRPC = "grpc"
+    HTTP = "http"
 
 
 class ProcessorReason(StrEnum):
@@ -661,10 +827,7 @@ def all_attribute_names() -> frozenset[str]:
 # Other instrumentations' dialects, as the processor reads them
 # (docs/processor.md, "Other instrumentations"; otel_compaction/otlp/dialects.py).
 
-GEN_AI_USAGE_PROMPT_TOKENS: Final = "gen_ai.usage.prompt_tokens"
-GEN_AI_USAGE_COMPLETION_TOKENS: Final = "gen_ai.usage.completion_tokens"
 GEN_AI_USAGE_TOTAL_TOKENS: Final = "gen_ai.usage.total_tokens"
-GEN_AI_TOOL_DEFINITIONS: Final = "gen_ai.tool.definitions"
 GEN_AI_PROMPT_PREFIX: Final = "gen_ai.prompt."
 GEN_AI_COMPLETION_CONTENT: Final = "gen_ai.completion.0.content"
 LLM_FUNCTIONS_PREFIX: Final = "llm.request.functions.0.name"
@@ -683,7 +846,6 @@ LITELLM_REQUEST_SPAN: Final = "litellm_request"
 LITELLM_RAW_REQUEST_SPAN: Final = "raw_gen_ai_request"
 ANTHROPIC_REQUEST_ID: Final = "anthropic.request.id"
 ANTHROPIC_STOP_REASON: Final = "anthropic.message.stop_reason"
-SERVICE_NAME: Final = "service.name"
 
 DIALECT_READ_NAMES: Final = frozenset(
     {
@@ -714,8 +876,8 @@ class Dialect(StrEnum):
 class KeySource(StrEnum):
     """Which key grouped another instrumentation's calls into a conversation."""
 
-    CONVERSATION_ID = "gen_ai.conversation.id"
-    SESSION_ID = "session.id"
+    CONVERSATION_ID = GEN_AI_CONVERSATION_ID
+    SESSION_ID = SESSION_ID  # the module's official key, by the same name
     ASSOCIATION = "traceloop.association.properties"
     TRACE_PARENT = "trace_and_parent_span"
     TRACE = "trace"
@@ -723,9 +885,36 @@ class KeySource(StrEnum):
 
 
 class Evidence(StrEnum):
-    """What an inferred compaction rests on (its ``compaction.trigger``, named in its findings)."""
+    """What an inferred compaction rests on (its ``compaction.trigger``, named in its
+    findings): a subset of :class:`CompactionTrigger`, values taken from it."""
 
-    SUMMARIZER_CALL = "summarizer_call"
-    TOKEN_FALL = "token_fall"
-    UNCARRIED_REPLY = "uncarried_reply"
-    COMPACTED_FLAG = "conversation_compacted"
+    SUMMARIZER_CALL = CompactionTrigger.SUMMARIZER_CALL.value
+    TOKEN_FALL = CompactionTrigger.TOKEN_FALL.value
+    UNCARRIED_REPLY = CompactionTrigger.UNCARRIED_REPLY.value
+    COMPACTED_FLAG = CompactionTrigger.CONVERSATION_COMPACTED.value
+
+
+VALUE_SETS: Final[Mapping[str, type[Enum]]] = MappingProxyType(
+    {
+        COMPACTION_SOURCE: CompactionSource,
+        COMPACTION_MODE: CompactionMode,
+        COMPACTION_TRIGGER: CompactionTrigger,
+        COMPACTION_CALL_USAGE: CallUsage,
+        CONVERSATION_ID_SOURCE: ConversationIdSource,
+        PHASE_SOURCE: PhaseSource,
+        FINDING_KIND: FindingKind,
+        ADVICE_ACTION: AdviceAction,
+        SUMMARY_TEMPLATE: SummaryTemplateName,
+        ERROR_STAGE: ErrorStage,
+        PROCESSOR_SIGNAL: ProcessorSignal,
+        PROCESSOR_TRANSPORT: ProcessorTransport,
+        PROCESSOR_REASON: ProcessorReason,
+        PROCESSOR_SNAPSHOT_REASON: SnapshotReason,
+        PROCESSOR_DIALECT: Dialect,
+        GEN_AI_OPERATION_NAME: GenAiOperationNameValues,
+        GEN_AI_PROVIDER_NAME: GenAiProviderNameValues,
+        GEN_AI_TOKEN_TYPE: GenAiTokenTypeValues,
+    }
+)
+"""The value set of each attribute (and metric label) that has one: what it may carry
+(``compaction.trigger`` also carries an agent's own word, passed through as given)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from enum import StrEnum
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,109 @@ def test_official_names_are_in_the_schema_version_or_listed_as_newer() -> None:
     assert sorted(ours - known) == sorted(NEWER_THAN_SCHEMA)
     for name in NEWER_THAN_SCHEMA:
         assert f"`{name}`" in DOC
+
+
+def _package_names() -> set[str]:
+    """Every string the installed semantic-conventions package defines as an attribute key
+    or a GenAI metric name (stable and incubating)."""
+    import importlib
+    import pkgutil
+
+    import opentelemetry.semconv._incubating.attributes as incubating
+    import opentelemetry.semconv.attributes as stable
+    from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
+
+    names = {v for v in vars(gen_ai_metrics).values() if isinstance(v, str)}
+    for package in (stable, incubating):
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            names.update(v for k, v in vars(module).items() if k.isupper() and isinstance(v, str))
+    return names
+
+
+# The official names semconv.py spells out because the package lacks them (the rest are
+# imported from it): two newer than its conventions, three other instrumentations' dialect.
+SPELLED_OUT = {
+    "gen_ai.conversation.compacted",
+    "gen_ai.usage.cache_write.input_tokens",
+    "gen_ai.usage.total_tokens",
+    "gen_ai.prompt.",
+    "gen_ai.completion.0.content",
+}
+
+
+def test_official_names_come_from_the_semantic_conventions_package() -> None:
+    """semconv.py types out no key the semantic-conventions package defines; the gen_ai.*
+    names it does type out are exactly those the package lacks."""
+    known = _package_names()
+    literals = {value for _, value in _string_constants(PACKAGE / "semconv.py")}
+    assert not sorted(literals & known)
+    spelled = {v for v in literals if v.startswith("gen_ai.")}
+    assert spelled == SPELLED_OUT
+    assert not SPELLED_OUT & known
+
+
+def _enums() -> dict[str, type[StrEnum]]:
+    return {
+        name: value
+        for name, value in vars(semconv).items()
+        if isinstance(value, type) and issubclass(value, StrEnum) and value is not StrEnum
+    }
+
+
+# Value sets that are no attribute's: named in findings' reasons (KeySource), or a subset
+# of another set (Evidence, of CompactionTrigger).
+NOT_ATTRIBUTES = {"KeySource", "Evidence"}
+
+
+def test_every_value_set_is_an_attributes_and_documented() -> None:
+    """Each StrEnum of semconv is the value set of an attribute in VALUE_SETS (but the two
+    that are no attribute's), and the conventions page lists each with all its values."""
+    enums = _enums()
+    assert set(enums) - NOT_ATTRIBUTES == {
+        e.__name__ for e in semconv.VALUE_SETS.values() if e.__module__ == semconv.__name__
+    }
+    section = DOC[DOC.index("## Value sets") :]
+    section = section[: section.index("\n## ")]
+    for key, values in semconv.VALUE_SETS.items():
+        row = next((r for r in section.splitlines() if r.startswith(f"| `{key}` |")), "")
+        assert row, key
+        assert all(f"`{m.value}`" in row for m in values if m.value in _emitted(key)), key
+    for name in NOT_ATTRIBUTES:
+        assert f"`{name}`" in section
+
+
+def _emitted(key: str) -> set[str]:
+    """The values of ``key``'s set we emit (all of ours; of the package's, the ones we use)."""
+    values = semconv.VALUE_SETS[key]
+    if values.__module__ == semconv.__name__:
+        return {m.value for m in values}
+    return {
+        semconv.GEN_AI_OPERATION_NAME: {semconv.OPERATION_CHAT, semconv.OPERATION_INVOKE_AGENT},
+        semconv.GEN_AI_PROVIDER_NAME: {semconv.PROVIDER_ANTHROPIC, semconv.PROVIDER_OPENAI},
+        semconv.GEN_AI_TOKEN_TYPE: {semconv.TOKEN_TYPE_INPUT, semconv.TOKEN_TYPE_OUTPUT},
+    }[key]
+
+
+def test_evidence_is_a_subset_of_the_triggers() -> None:
+    """An inferred compaction's evidence is written as its trigger: each is a trigger."""
+    assert {e.value for e in semconv.Evidence} <= {t.value for t in semconv.CompactionTrigger}
+
+
+def test_error_stages_are_the_enum_and_every_guarded_stage_is_one() -> None:
+    """ERROR_STAGES is every ErrorStage (the metric is primed with it), and no guard names a
+    stage by a string but the LangChain handler's, whose guard counts them as ``callback``."""
+    assert tuple(semconv.ErrorStage) == semconv.ERROR_STAGES
+    named = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        named += [
+            path.relative_to(PACKAGE).as_posix()
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "stage"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ]
+    assert set(named) == {"instrument/langchain/_handler.py"}

@@ -56,7 +56,7 @@ from collections.abc import Sequence
 from otel_compaction.config import Settings
 from otel_compaction.detectors.base import DetectionContext, RuleDetector
 from otel_compaction.model import CompactionRecord, Finding
-from otel_compaction.semconv import CompactionMode, FindingKind
+from otel_compaction.semconv import CompactionMode, CompactionTrigger, FindingKind
 
 REMEDY = (
     "compaction cannot help: shrink the tool set or the system prompt, or use a "
@@ -83,8 +83,6 @@ turn of overshoot, and half a turn for a turn's growth that varies."""
 _TRIGGER_BAND = 0.15
 """Share of their median within which the sizes before a fixed trigger's compactions lie,
 when the growth per turn is unknown."""
-AUTOMATIC_TRIGGER = "auto"
-"""``compaction.trigger`` of a compaction the agent fired on its own, at its threshold."""
 
 
 def summarizing(run: Sequence[CompactionRecord]) -> tuple[CompactionRecord, ...]:
@@ -100,7 +98,7 @@ def trigger_fraction(run: Sequence[CompactionRecord], settings: Settings) -> flo
     automatic = [
         r.token_fraction
         for r in run
-        if r.trigger == AUTOMATIC_TRIGGER
+        if r.trigger == CompactionTrigger.AUTO
         and r.mode is not CompactionMode.PRUNE
         and r.token_fraction is not None
     ]

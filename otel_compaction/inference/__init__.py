@@ -6,7 +6,7 @@ pure functions and one tracker over the plain message objects the agent sends
 the LLM SDKs and wrapt, like ``signals`` and ``lineage``; the instrumentation
 (``otel_compaction.instrument``) feeds it every request:
 
-- ``messages``: facts about one message (fingerprint, sizes, tool results, summaries);
+- ``messages``: facts about one message (digest, sizes, tool results, summaries);
 - ``rewrite``: the compaction a rewritten history shows (prune, lossy, whole history);
 - ``history``: the tracker that places each request in its conversation (its parts:
   ``_placer``, ``_store``, ``_placement``, ``_summarizing``, ``_rewrites``,

@@ -72,7 +72,7 @@ class Request:
     """One request as the placement steps read it (not to be changed once built)."""
 
     system_key: int
-    """The fingerprint of its system prompt (0 without one)."""
+    """The digest of its system prompt (0 without one)."""
     messages: tuple[Any, ...]
     facts: list[MessageFacts]
     """One per message."""

@@ -50,7 +50,7 @@ class HistoryStore:
         self._tail_marks: dict[tuple[int, int], int] = {}
         """How many indexed tail messages have each size and lead (``History.tail_marks``):
         a message of another size or lead cannot share a tail, so a new conversation's
-        first call fingerprints none of its messages but those marked so (it reads its
+        first call digests none of its messages but those marked so (it reads its
         history once, not twice)."""
         self._stale: dict[str, None] = {}
         """Histories whose entries in ``_by_tail`` are behind their facts: brought up to

@@ -71,7 +71,7 @@ from otel_compaction.inference._replacement import (
 from otel_compaction.inference._rewrites import AtPressure
 from otel_compaction.inference._store import TAIL_KEYS, HistoryStore
 from otel_compaction.inference._summarizing import forced_summarizer
-from otel_compaction.inference.messages import describe, fingerprint
+from otel_compaction.inference.messages import describe, value_digest
 from otel_compaction.inference.rewrite import Rewrite
 from otel_compaction.inference.summarizer import output_needle
 
@@ -170,7 +170,7 @@ class HistoryTracker:
         placed in the conversation it draws on and remembered nowhere. A request found
         to be one by its own evidence (``inference.summarizer``) is treated alike.
         """
-        system_key = fingerprint(system)[0] if system else 0
+        system_key = value_digest(system)[0] if system else 0
         recent = self._recent.get()
         with self._lock:
             self._store.expire(self.clock())
@@ -199,7 +199,7 @@ class HistoryTracker:
         messages of a conversation's history appearing in it.
         """
         msgs = tuple(messages)
-        system_key = fingerprint(system)[0] if system else 0
+        system_key = value_digest(system)[0] if system else 0
         with self._lock:
             anchor = anchor_of(system_key, self._placer.head(msgs))
             for history in self._store.candidates(anchor):

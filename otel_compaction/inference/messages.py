@@ -1,4 +1,4 @@
-"""Facts about one chat message: a structural fingerprint, sizes, tool results, summaries.
+"""Facts about one chat message: a structural digest, sizes, tool results, summaries.
 
 One reader serves all three wire shapes we instrument: Anthropic message params
 (``role`` + ``content`` blocks, ``tool_result`` and ``compaction`` blocks), OpenAI
@@ -6,7 +6,7 @@ Chat Completions messages (``role: tool`` results) and OpenAI Responses input
 items (``function_call_output``, ``compaction`` items). Response objects that an
 agent appends as they are (pydantic models) are read through ``model_dump``.
 
-The fingerprint is Python's ``hash`` of a canonical form: cheap (string hashes
+The digest is Python's ``hash`` of a canonical form: cheap (string hashes
 are cached on the string), order-independent for mappings, blind to ``None``
 fields, and per process only, which is all conversation inference needs.
 """
@@ -55,17 +55,17 @@ class MessageFacts:
 
     @property
     def key(self) -> int:
-        """Structural fingerprint of the message (role and content): ``fingerprint(message)``.
+        """Structural digest of the message (role and content): ``value_digest(message)``.
 
         Computed when first asked for, not when the message is described: a call that
         continues its history never needs the keys of its new messages (only a rewrite, a
-        branch or a lookup by tail does), and fingerprinting is most of what describing
+        branch or a lookup by tail does), and digesting is most of what describing
         costs. A message changed in place before its key is asked for gets the key of
         what it holds then.
         """
         key = self._key
         if key is None:
-            key = self._key = fingerprint(self.message)[0]
+            key = self._key = value_digest(self.message)[0]
         return key
 
     @property
@@ -88,7 +88,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-def fingerprint(value: Any, depth: int = 0) -> tuple[int, int]:
+def value_digest(value: Any, depth: int = 0) -> tuple[int, int]:
     """``(hash, characters)`` of a JSON-like value, pydantic models included."""
     kind = type(value)
     if kind is str:
@@ -100,10 +100,10 @@ def fingerprint(value: Any, depth: int = 0) -> tuple[int, int]:
             return _mapping(value, depth)
         if kind is list or kind is tuple:
             return _sequence(value, depth)
-    return _fingerprint_any(value, depth)
+    return _value_digest_any(value, depth)
 
 
-def _fingerprint_any(value: Any, depth: int) -> tuple[int, int]:
+def _value_digest_any(value: Any, depth: int) -> tuple[int, int]:
     if isinstance(value, str):
         return hash(value), len(value)
     if value is None or isinstance(value, _SCALARS):
@@ -157,7 +157,7 @@ def _sequence(value: Sequence[Any], depth: int) -> tuple[int, int]:
 
 
 def _item(item: Any, depth: int) -> tuple[int, int]:
-    """:func:`fingerprint` of a member (not a str) at ``depth``, common kinds first."""
+    """:func:`value_digest` of a member (not a str) at ``depth``, common kinds first."""
     kind = type(item)
     if depth <= _MAX_DEPTH:
         if kind is dict:
@@ -166,11 +166,11 @@ def _item(item: Any, depth: int) -> tuple[int, int]:
             return _sequence(item, depth)
     if kind is int or kind is float or kind is bool:
         return hash(item), 0
-    return fingerprint(item, depth)
+    return value_digest(item, depth)
 
 
 def size_of(value: Any, depth: int = 0) -> int:
-    """``fingerprint(value)[1]``, the characters of text in a JSON-like value, without the
+    """``value_digest(value)[1]``, the characters of text in a JSON-like value, without the
     hashing (the same walk: the same members counted at the same depths)."""
     kind = type(value)
     if kind is str:
@@ -230,10 +230,10 @@ def _item_size(item: Any, depth: int) -> int:
 
 
 def lead(message: Any) -> int:
-    """A cheap mark of a message's content, equal for messages with equal fingerprints: the
+    """A cheap mark of a message's content, equal for messages with equal digests: the
     hash of its ``content`` when that is text, else of its first block's ``text`` or
     ``content`` text; 0 when there is none. Read from named fields (never in dict order) and
-    through ``plain``, as :func:`fingerprint` reads SDK objects."""
+    through ``plain``, as :func:`value_digest` reads SDK objects."""
     message = plain(message)
     if not isinstance(message, Mapping):
         return 0

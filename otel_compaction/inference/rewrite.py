@@ -20,7 +20,7 @@ conversation was rewritten. Three shapes are recognised, in this order:
   a compaction;
 - anything else is not a compaction (a new conversation that shares a head).
 
-Only message fingerprints are compared, so the cost is linear in the history and
+Only message digests are compared, so the cost is linear in the history and
 paid only on a rewrite.
 """
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_compaction.inference.messages import MessageFacts
-from otel_compaction.semconv import CompactionMode
+from otel_compaction.semconv import CompactionMode, CompactionTrigger
 
 MIN_DROPPED_TURNS = 2
 """Without a verbatim tail, a summary must replace at least this many assistant turns
@@ -40,12 +40,6 @@ MIN_DROPPED_TURNS_AT_PRESSURE = 1
 """The same when the conversation was at pressure: an agent whose fixed part fills the
 context compacts one call after the last, and a retry that swaps the model's last turn
 for new user text at the trigger is rare (docs/instrumentation.md#conversations)."""
-TRIGGER_REWRITTEN = "history_rewritten"
-TRIGGER_CLEARED = "tool_outputs_cleared"
-TRIGGER_DROPPED = "messages_dropped"
-TRIGGER_REPLACED = "history_replaced"
-TRIGGER_SUMMARIZED = "summarizer_call"
-"""A rewrite whose summary a summarizer's call just wrote (``inference.summarizer``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +77,7 @@ def cleared_in_place(
     dropped = tuple(old_messages[i] for i in changed)
     return Rewrite(
         mode=CompactionMode.PRUNE,
-        trigger=TRIGGER_CLEARED,
+        trigger=CompactionTrigger.TOOL_OUTPUTS_CLEARED,
         dropped=dropped,
         inserted=(),
         retained=(),
@@ -153,9 +147,9 @@ def head_replaced(
     if r == 0 and not (inserted and sum(1 for f in dropped if f.is_assistant) >= min_dropped_turns):
         return None  # a branch from an earlier point (a retry) is no compaction
     if not inserted:
-        mode, trigger = CompactionMode.PRUNE, TRIGGER_DROPPED
+        mode, trigger = CompactionMode.PRUNE, CompactionTrigger.MESSAGES_DROPPED
     else:
-        mode, trigger = CompactionMode.LOSSY, TRIGGER_REWRITTEN
+        mode, trigger = CompactionMode.LOSSY, CompactionTrigger.HISTORY_REWRITTEN
     return _rewrite(mode, trigger, (old, new), (old_messages, new_messages), (head, i, j, r))
 
 
@@ -168,7 +162,7 @@ def edited_in_place(old: Sequence[MessageFacts], now: Sequence[MessageFacts]) ->
         return None
     return Rewrite(
         mode=CompactionMode.PRUNE,
-        trigger=TRIGGER_CLEARED,
+        trigger=CompactionTrigger.TOOL_OUTPUTS_CLEARED,
         dropped=(),
         inserted=(),
         retained=(),
@@ -205,7 +199,7 @@ def replaced_whole(
         return None  # a message of the old history sent again: a restart, not a summary
     return Rewrite(
         mode=CompactionMode.LOSSY,
-        trigger=TRIGGER_REPLACED,
+        trigger=CompactionTrigger.HISTORY_REPLACED,
         dropped=tuple(old_messages[head:]),
         inserted=tuple(new_messages[head:end]),
         retained=(),
@@ -242,7 +236,11 @@ def summarized(
         return None  # nothing dropped
     spans = (head, i, j, r)
     return _rewrite(
-        CompactionMode.LOSSY, TRIGGER_SUMMARIZED, (old, new), (old_messages, new_messages), spans
+        CompactionMode.LOSSY,
+        CompactionTrigger.SUMMARIZER_CALL,
+        (old, new),
+        (old_messages, new_messages),
+        spans,
     )
 
 

@@ -103,7 +103,7 @@ def last_text(facts: Sequence[MessageFacts]) -> str:
 
 
 def system_keys(system_key: int, facts: Sequence[MessageFacts]) -> tuple[int, ...]:
-    """What identifies a request's system prompt: the argument's fingerprint and the keys
+    """What identifies a request's system prompt: the argument's digest and the keys
     of its leading system messages (OpenAI Chat sends the prompt as messages)."""
     keys = [system_key]
     for fact in facts:

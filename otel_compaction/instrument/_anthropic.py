@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_compaction import semconv as sc
+from otel_compaction._count import as_count
 from otel_compaction.inference.messages import plain
 from otel_compaction.instrument._api import (
     RequestInfo,
@@ -21,14 +22,10 @@ from otel_compaction.instrument._api import (
     ServerCompaction,
     field_of,
     fields_of,
-    int_or_none,
     offers_tools,
     server_attributes,
 )
-from otel_compaction.semconv import CompactionMode
-
-TRIGGER_AUTO = "auto"
-TRIGGER_SUMMARIZE = "summarize"
+from otel_compaction.semconv import CompactionMode, CompactionTrigger
 
 
 def _client_conversation_id(instance: Any) -> str | None:
@@ -55,7 +52,7 @@ class AnthropicMessages:
         }
         if isinstance(model, str):
             attributes[sc.GEN_AI_REQUEST_MODEL] = model
-        if (max_tokens := int_or_none(kwargs.get("max_tokens"))) is not None:
+        if (max_tokens := as_count(kwargs.get("max_tokens"))) is not None:
             attributes[sc.GEN_AI_REQUEST_MAX_TOKENS] = max_tokens
         if isinstance(temperature := kwargs.get("temperature"), int | float):
             attributes[sc.GEN_AI_REQUEST_TEMPERATURE] = float(temperature)
@@ -97,9 +94,9 @@ def _read_usage(info: ResponseInfo, usage: Any) -> None:
     if usage is None:
         return
     field = fields_of(usage)
-    uncached = int_or_none(field("input_tokens"))
-    write = int_or_none(field("cache_creation_input_tokens"))
-    read = int_or_none(field("cache_read_input_tokens"))
+    uncached = as_count(field("input_tokens"))
+    write = as_count(field("cache_creation_input_tokens"))
+    read = as_count(field("cache_read_input_tokens"))
     if uncached is not None or write is not None or read is not None:
         if uncached is None and info.input_tokens is not None:
             uncached = (
@@ -109,10 +106,10 @@ def _read_usage(info: ResponseInfo, usage: Any) -> None:
         read = read if read is not None else info.cache_read_tokens
         info.input_tokens = (uncached or 0) + (write or 0) + (read or 0)
         info.cache_write_tokens, info.cache_read_tokens = write, read
-    if (output := int_or_none(field("output_tokens"))) is not None:
+    if (output := as_count(field("output_tokens"))) is not None:
         info.output_tokens = output
     details = field("output_tokens_details")
-    if (thinking := int_or_none(field_of(details, "thinking_tokens"))) is not None:
+    if (thinking := as_count(field_of(details, "thinking_tokens"))) is not None:
         info.reasoning_tokens = thinking
 
 
@@ -137,7 +134,7 @@ def _compaction(content: Any, request: RequestInfo) -> ServerCompaction:
     summary = content if isinstance(content, str) else None
     return ServerCompaction(
         mode=CompactionMode.SERVER,
-        trigger=TRIGGER_SUMMARIZE if request.compaction_call else TRIGGER_AUTO,
+        trigger=CompactionTrigger.SUMMARIZE if request.compaction_call else CompactionTrigger.AUTO,
         summary=summary,
         failed=summary is None,
     )
@@ -151,10 +148,10 @@ def _read_edits(info: ResponseInfo, management: Any) -> None:
     if not edits:
         return
     kinds = sorted({str(field_of(e, "type")) for e in edits})
-    freed = sum(int_or_none(field_of(e, "cleared_input_tokens")) or 0 for e in edits)
+    freed = sum(as_count(field_of(e, "cleared_input_tokens")) or 0 for e in edits)
     cleared = sum(
-        (int_or_none(field_of(e, "cleared_tool_uses")) or 0)
-        + (int_or_none(field_of(e, "cleared_thinking_turns")) or 0)
+        (as_count(field_of(e, "cleared_tool_uses")) or 0)
+        + (as_count(field_of(e, "cleared_thinking_turns")) or 0)
         for e in edits
     )
     after = info.input_tokens

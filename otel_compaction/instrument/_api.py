@@ -119,24 +119,10 @@ _SERVERS: dict[int, tuple[Any, dict[str, AttributeValue]]] = {}
 _MAX_SERVERS = 64
 
 
-_INT64_MAX = 2**63 - 1
-
-
 def offers_tools(*values: Any) -> bool:
     """Whether a request's ``tools`` (or ``functions``) argument offers any: a non-empty
     list or tuple (the SDKs' "not given" sentinels and None offer none)."""
     return any(isinstance(v, list | tuple) and len(v) > 0 for v in values)
-
-
-def int_or_none(value: Any) -> int | None:
-    """``value`` if it is a count: an int (not a bool) in 0..int64, else None.
-
-    A server's negative or absurd usage is no count (the SDK's histograms refuse
-    negative values with a warning in the host; OTLP cannot carry beyond int64).
-    """
-    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
-        return int(value) if 0 <= value <= _INT64_MAX else None
-    return None
 
 
 @dataclass(slots=True)

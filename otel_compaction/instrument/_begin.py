@@ -20,6 +20,7 @@ from otel_compaction.instrument._framework import FrameworkCall
 from otel_compaction.instrument._runtime import Runtime
 from otel_compaction.instrument._scope import CompactionBlock, ConversationRef
 from otel_compaction.instrument._spans import foreign_inference_span, start_inference_span
+from otel_compaction.semconv import ConversationIdSource
 
 
 def begin(
@@ -64,11 +65,11 @@ def _given(
 ) -> ConversationRef | None:
     given = scope.given_conversation(framework=framework)
     if given is None and request.conversation_hint:
-        given = ConversationRef(request.conversation_hint, scope.ID_CLIENT, True)
+        given = ConversationRef(request.conversation_hint, ConversationIdSource.CLIENT, True)
     if given is None and request.previous_response_id:
         chained = runtime.response_conversations.get(request.previous_response_id)
         if chained is not None:
-            given = ConversationRef(chained[0], scope.ID_CHAINED, chained[1])
+            given = ConversationRef(chained[0], ConversationIdSource.CHAINED, chained[1])
     return given
 
 
@@ -89,11 +90,13 @@ def _place(
             placement = runtime.history.place(
                 None, request.system, request.messages, request.model, summarizer=True
             )
-            return ConversationRef(placement.conversation_id, scope.ID_INFERRED, False), placement
+            return ConversationRef(
+                placement.conversation_id, ConversationIdSource.INFERRED, False
+            ), placement
         return given, None
     if request.messages is None:
         if given is None:
-            given = ConversationRef(new_conversation_id(), scope.ID_INFERRED, False)
+            given = ConversationRef(new_conversation_id(), ConversationIdSource.INFERRED, False)
         facts = tuple(describe(item) for item in request.new_items)
         chars = sum(f.chars for f in facts)
         return given, Placement(given.id, not given.given, facts, context_chars=chars)
@@ -105,5 +108,5 @@ def _place(
         tools=request.tools,
     )
     if given is None:
-        given = ConversationRef(placement.conversation_id, scope.ID_INFERRED, False)
+        given = ConversationRef(placement.conversation_id, ConversationIdSource.INFERRED, False)
     return given, placement

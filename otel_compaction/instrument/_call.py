@@ -25,7 +25,7 @@ from otel_compaction._once import Once
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.emit.attributes import transition_event_attributes, turn_attributes
 from otel_compaction.inference.history import Placement
-from otel_compaction.inference.messages import fingerprint
+from otel_compaction.inference.messages import value_digest
 from otel_compaction.instrument import _scope as scope
 from otel_compaction.instrument._api import RequestInfo, ResponseInfo
 from otel_compaction.instrument._compactions import (
@@ -239,7 +239,7 @@ class InferenceCall:
         context = response.input_tokens if response is not None else None
         if context is None:
             chars = self.placement.context_chars if self.placement is not None else 0
-            context = tokens_for_chars(chars + fingerprint(self.request.system)[1])
+            context = tokens_for_chars(chars + value_digest(self.request.system)[1])
         observation = TurnObservation(
             context_tokens=context,
             model=self.request.model or (response.model if response else None),

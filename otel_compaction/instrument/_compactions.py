@@ -75,7 +75,7 @@ def observe_compactions(
     Returns the provider compactions whose call's usage gives no size
     (``CallUsage.UNKNOWN``): the caller observes them after the call's turn.
     """
-    stage = call.runtime.guard.stage("compaction")
+    stage = call.runtime.guard.stage(sc.ErrorStage.COMPACTION)
     for item in call.pending:
         with stage:
             if isinstance(item, PendingPhase):
@@ -112,7 +112,7 @@ def observe_deferred(
     next call, whose input is the compacted context, gives their size after, and their
     effectiveness is judged from it, never from the compacting call's usage."""
     for observation, server in deferred:
-        with call.runtime.guard.stage("compaction"):
+        with call.runtime.guard.stage(sc.ErrorStage.COMPACTION):
             _observe(call, analyzer, observation, attributes=_usage_attributes(server))
             _remember_opaque(call, server)
 

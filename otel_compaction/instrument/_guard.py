@@ -18,6 +18,7 @@ import threading
 
 from otel_compaction._once import OncePerKey
 from otel_compaction.emit.metrics import CompactionMetrics
+from otel_compaction.semconv import ErrorStage
 
 LOGGER = logging.getLogger("otel_compaction.instrument")
 
@@ -69,7 +70,7 @@ class Guard:
         self,
         metrics: CompactionMetrics | None = None,
         *,
-        counted_as: str | None = None,
+        counted_as: ErrorStage | None = None,
         logger: logging.Logger = LOGGER,
         kind: str = "stage",
     ) -> None:
@@ -84,7 +85,8 @@ class Guard:
         self._stages: dict[str, _Stage] = {}
 
     def stage(self, name: str) -> _Stage:
-        """A reusable context manager guarding stage ``name``."""
+        """A reusable context manager guarding stage ``name``: an :class:`ErrorStage`, or
+        any name (a callback's) when the guard has ``counted_as``."""
         stage = self._stages.get(name)
         if stage is None:
             stage = self._stages.setdefault(name, _Stage(self, name))

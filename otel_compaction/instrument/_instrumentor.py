@@ -34,6 +34,7 @@ from otel_compaction.instrument._wrappers import (
     create_wrapper,
     suppress_sdk_span_wrapper,
 )
+from otel_compaction.semconv import ErrorStage
 
 _ANTHROPIC_MODULES = (
     "anthropic.resources.messages.messages",
@@ -132,7 +133,7 @@ class CompactionInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         if settings.anthropic_sdk_span == "suppress":
             wrapped.extend(_suppress_sdk_span())
         self._wrapped = tuple(wrapped)
-        with runtime.guard.stage("context"):
+        with runtime.guard.stage(ErrorStage.CONTEXT):
             # LangChain's handler, LiteLLM's callback and aider's hooks join the same runtime
             # once the app imports langchain_core, litellm or aider.
             from otel_compaction.instrument import langchain, litellm
@@ -148,7 +149,7 @@ class CompactionInstrumentor(BaseInstrumentor):  # type: ignore[misc]
             unwrap(owner, name)
         self._wrapped = ()
         runtime = _runtime.current()
-        with (runtime.guard if runtime is not None else _runtime.guard()).stage("context"):
+        with (runtime.guard if runtime is not None else _runtime.guard()).stage(ErrorStage.CONTEXT):
             from otel_compaction.instrument import langchain, litellm
 
             langchain.uninstall()

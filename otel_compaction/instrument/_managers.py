@@ -28,6 +28,7 @@ from otel_compaction.instrument._call import InferenceCall
 from otel_compaction.instrument._runtime import Runtime
 from otel_compaction.instrument._streams import AsyncStreamProxy, StreamProxy, StreamState
 from otel_compaction.instrument._wrappers import Wrapper, complete, skip
+from otel_compaction.semconv import ErrorStage
 
 # The name-mangled attribute where each stream manager keeps its deferred request.
 _MANAGER_REQUEST = (
@@ -67,7 +68,7 @@ def stream_manager_wrapper(runtime: Runtime, api: ProviderApi) -> Wrapper:
         if skip():
             return manager
         request_kwargs = {**kwargs, "stream": True}
-        with runtime.guard.stage("request"):
+        with runtime.guard.stage(ErrorStage.REQUEST):
             name = _request_attribute(manager)
             if name is None:
                 return manager
@@ -144,7 +145,7 @@ class _Deferred:
         return None if skip() else begin(self.runtime, self.api, self.instance, self.kwargs)
 
     def stream(self, call: InferenceCall, stream: Any, asynchronous: bool) -> Any:
-        with call.runtime.guard.stage("stream"):
+        with call.runtime.guard.stage(ErrorStage.STREAM):
             state = StreamState(call, self.api)
             state.source = stream
             return (AsyncStreamProxy if asynchronous else StreamProxy)(stream, state)

@@ -15,20 +15,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_compaction import semconv as sc
+from otel_compaction._count import as_count
 from otel_compaction.instrument._api import (
     RequestInfo,
     ResponseInfo,
     ServerCompaction,
     field_of,
-    int_or_none,
     offers_tools,
     server_attributes,
 )
-from otel_compaction.semconv import CallUsage, CompactionMode
-
-TRIGGER_THRESHOLD = "compact_threshold"
-TRIGGER_ENDPOINT = "responses.compact"
-TRIGGER_CACHE = "context_compacted"
+from otel_compaction.semconv import CallUsage, CompactionMode, CompactionTrigger
 
 
 def _base_attributes(instance: Any, model: Any) -> dict[str, Any]:
@@ -44,7 +40,7 @@ def _base_attributes(instance: Any, model: Any) -> dict[str, Any]:
 
 def _sampling(attributes: dict[str, Any], kwargs: Mapping[str, Any], *max_names: str) -> None:
     for name in max_names:
-        if (value := int_or_none(kwargs.get(name))) is not None:
+        if (value := as_count(kwargs.get(name))) is not None:
             attributes[sc.GEN_AI_REQUEST_MAX_TOKENS] = value
             break
     if isinstance(temperature := kwargs.get("temperature"), int | float):
@@ -98,13 +94,13 @@ class OpenAIChat:
 def _chat_usage(info: ResponseInfo, usage: Any) -> None:
     if usage is None:
         return
-    info.input_tokens = int_or_none(field_of(usage, "prompt_tokens"))
-    info.output_tokens = int_or_none(field_of(usage, "completion_tokens"))
-    info.cache_read_tokens = int_or_none(
+    info.input_tokens = as_count(field_of(usage, "prompt_tokens"))
+    info.output_tokens = as_count(field_of(usage, "completion_tokens"))
+    info.cache_read_tokens = as_count(
         field_of(field_of(usage, "prompt_tokens_details"), "cached_tokens")
     )
     details = field_of(usage, "completion_tokens_details")
-    info.reasoning_tokens = int_or_none(field_of(details, "reasoning_tokens"))
+    info.reasoning_tokens = as_count(field_of(details, "reasoning_tokens"))
 
 
 def _chat_message(info: ResponseInfo, content: Any, tool_calls: Any) -> None:
@@ -234,8 +230,10 @@ class OpenAIResponses:
         for item in output:
             _read_item(info, item, request)
         diagnostics = field_of(result, "prompt_cache_diagnostics")
-        if field_of(diagnostics, "reason") == TRIGGER_CACHE:
-            info.compactions.append(ServerCompaction(CompactionMode.SERVER, TRIGGER_CACHE))
+        if field_of(diagnostics, "reason") == CompactionTrigger.CONTEXT_COMPACTED:
+            info.compactions.append(
+                ServerCompaction(CompactionMode.SERVER, CompactionTrigger.CONTEXT_COMPACTED)
+            )
         info.conversation_id = _conversation_id(field_of(result, "conversation"))
         info.echo = tuple(output)
         return info
@@ -254,12 +252,12 @@ class OpenAICompact(OpenAIResponses):
 def _responses_usage(info: ResponseInfo, usage: Any) -> None:
     if usage is None:
         return
-    info.input_tokens = int_or_none(field_of(usage, "input_tokens"))
-    info.output_tokens = int_or_none(field_of(usage, "output_tokens"))
+    info.input_tokens = as_count(field_of(usage, "input_tokens"))
+    info.output_tokens = as_count(field_of(usage, "output_tokens"))
     details = field_of(usage, "input_tokens_details")
-    info.cache_read_tokens = int_or_none(field_of(details, "cached_tokens"))
-    info.cache_write_tokens = int_or_none(field_of(details, "cache_write_tokens"))
-    info.reasoning_tokens = int_or_none(
+    info.cache_read_tokens = as_count(field_of(details, "cached_tokens"))
+    info.cache_write_tokens = as_count(field_of(details, "cache_write_tokens"))
+    info.reasoning_tokens = as_count(
         field_of(field_of(usage, "output_tokens_details"), "reasoning_tokens")
     )
 
@@ -288,7 +286,9 @@ def _read_item(info: ResponseInfo, item: Any, request: RequestInfo) -> None:
         info.compactions.append(
             ServerCompaction(
                 mode=CompactionMode.SERVER,
-                trigger=TRIGGER_ENDPOINT if request.compaction_call else TRIGGER_THRESHOLD,
+                trigger=CompactionTrigger.RESPONSES_COMPACT
+                if request.compaction_call
+                else CompactionTrigger.COMPACT_THRESHOLD,
                 summary=key if isinstance(key, str) else None,
                 summary_is_text=False,
                 compaction_id=field_of(item, "id"),
@@ -339,7 +339,9 @@ class ResponsesStream:
         if self._compacting and not info.compactions:
             info.compactions.append(
                 ServerCompaction(
-                    CompactionMode.SERVER, TRIGGER_THRESHOLD, call_usage=CallUsage.UNKNOWN
+                    CompactionMode.SERVER,
+                    CompactionTrigger.COMPACT_THRESHOLD,
+                    call_usage=CallUsage.UNKNOWN,
                 )
             )
         info.echo = tuple(self._items)

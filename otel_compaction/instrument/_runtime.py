@@ -26,7 +26,7 @@ from otel_compaction.emit.metrics import CompactionMetrics
 from otel_compaction.instrument._ambient import process_tracker
 from otel_compaction.instrument._guard import Guard
 from otel_compaction.model import CompactionAnalysis, Finding
-from otel_compaction.semconv import SCHEMA_URL
+from otel_compaction.semconv import SCHEMA_URL, ErrorStage
 from otel_compaction.version import __version__
 
 logger = logging.getLogger("otel_compaction.instrument")
@@ -164,7 +164,7 @@ def end_runs(runtime: Runtime) -> None:
     exits): judge what only the run's end decides (a short run), and the compactions no
     call followed, and hand what that found to ``runtime.emit_ended``. Never raises."""
     emit = runtime.emit_ended
-    with runtime.guard.stage("analysis"):
+    with runtime.guard.stage(ErrorStage.ANALYSIS):
         for analysis in runtime.registry.finish():
             if emit is not None:
                 emit(analysis)

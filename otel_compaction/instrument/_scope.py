@@ -34,20 +34,13 @@ if TYPE_CHECKING:
 
 MAX_PENDING = 64
 
-ID_EXPLICIT = "explicit"
-ID_BAGGAGE = "baggage"
-ID_CLIENT = "client"
-ID_CHAINED = "chained"
-ID_FRAMEWORK = "framework"
-ID_INFERRED = "inferred"
-
 
 @dataclass(frozen=True, slots=True)
 class ConversationRef:
     """A conversation id, where it came from, and whether the application gave it."""
 
     id: str
-    source: str
+    source: sc.ConversationIdSource
     given: bool
 
     def attributes(self) -> dict[str, Any]:
@@ -206,17 +199,19 @@ def given_conversation(
     """The conversation the application named: argument, ``conversation()`` block, the
     framework run (``framework``: :func:`framework_call`, when the caller has it), baggage."""
     if argument:
-        return ConversationRef(argument, ID_EXPLICIT, True)
+        return ConversationRef(argument, sc.ConversationIdSource.EXPLICIT, True)
     current = _CONVERSATION.get()
     if current:
-        return ConversationRef(current, ID_EXPLICIT, True)
+        return ConversationRef(current, sc.ConversationIdSource.EXPLICIT, True)
     if framework is _LookUp.LOOK_UP:
         framework = current_call()
     if framework is not None and framework.conversation_id:
-        return ConversationRef(framework.conversation_id, ID_FRAMEWORK, framework.id_given)
+        return ConversationRef(
+            framework.conversation_id, sc.ConversationIdSource.FRAMEWORK, framework.id_given
+        )
     value = baggage.get_baggage(sc.GEN_AI_CONVERSATION_ID)
     if isinstance(value, str) and value:
-        return ConversationRef(value, ID_BAGGAGE, True)
+        return ConversationRef(value, sc.ConversationIdSource.BAGGAGE, True)
     return None
 
 

@@ -19,6 +19,7 @@ import wrapt
 from otel_compaction._once import Once
 from otel_compaction.instrument._api import ProviderApi
 from otel_compaction.instrument._call import InferenceCall
+from otel_compaction.semconv import ErrorStage
 
 
 class StreamState:
@@ -57,7 +58,7 @@ class StreamState:
         if not self._done.claim():
             return
         response = None
-        with self.call.runtime.guard.stage("stream"):
+        with self.call.runtime.guard.stage(ErrorStage.STREAM):
             response = self.reader.result()
             if not self._seen and source is not None:
                 snapshot = getattr(source, "current_message_snapshot", None)
@@ -67,7 +68,7 @@ class StreamState:
 
     def abandoned(self) -> None:
         """The stream was collected without being read to its end or closed."""
-        with self.call.runtime.guard.stage("stream"):
+        with self.call.runtime.guard.stage(ErrorStage.STREAM):
             self.end(source=self.source)
 
 

@@ -21,6 +21,7 @@ from otel_compaction.instrument._begin import begin
 from otel_compaction.instrument._call import InferenceCall
 from otel_compaction.instrument._runtime import Runtime
 from otel_compaction.instrument._streams import AsyncStreamProxy, StreamProxy, StreamState
+from otel_compaction.semconv import ErrorStage
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ def async_create_wrapper(runtime: Runtime, api: ProviderApi) -> Wrapper:
         call.leave(token)
         raw = _raw_mode(kwargs)
         if raw is not None:
-            with runtime.guard.stage("response"):
+            with runtime.guard.stage(ErrorStage.RESPONSE):
                 body = await parsed_async(result, raw, bool(call.request.stream))
                 if body is not None:
                     call.finish(api.response(body, call.request))

@@ -108,7 +108,7 @@ def report_phase(
     Without a conversation (argument, ``conversation()`` block, baggage), the
     report applies to the next instrumented call made in this context.
     """
-    with _runtime.guard().stage("context"):
+    with _runtime.guard().stage(sc.ErrorStage.CONTEXT):
         report = PhaseReport(name, confidence, dict(distribution) if distribution else None)
         ref = scope.given_conversation(conversation_id)
         if ref is None:
@@ -178,7 +178,7 @@ def record_compaction(
             None is returned and the span appears with that call).
     """
     observation = _observation(mode, locals())
-    with _runtime.guard().stage("compaction"):
+    with _runtime.guard().stage(sc.ErrorStage.COMPACTION):
         ref = scope.given_conversation(conversation_id)
         if ref is None:
             scope.pending_queue().add(PendingCompaction(observation), _drop)
@@ -229,11 +229,11 @@ class CompactionScope:
         if self._ref is None and request.messages is not None:
             found = runtime.history.find(request.system, request.messages)
             if found is not None:
-                self._ref = ConversationRef(found, scope.ID_INFERRED, False)
+                self._ref = ConversationRef(found, sc.ConversationIdSource.INFERRED, False)
         return self._ref
 
     def __enter__(self) -> CompactionScope:
-        with _runtime.guard().stage("compaction"):
+        with _runtime.guard().stage(sc.ErrorStage.COMPACTION):
             runtime = _runtime.get_runtime()
             self._span = runtime.tracer.start_span(sc.SPAN_COMPACTION, kind=SpanKind.INTERNAL)
             token = otel_context.attach(trace.set_span_in_context(self._span))
@@ -247,7 +247,7 @@ class CompactionScope:
         tb: TracebackType | None,
     ) -> None:
         end_ns = time.time_ns()
-        with _runtime.guard().stage("compaction"):
+        with _runtime.guard().stage(sc.ErrorStage.COMPACTION):
             if self._tokens is not None:
                 token, compacting = self._tokens
                 self._tokens = None

@@ -45,6 +45,7 @@ from otel_compaction.instrument._framework import (
     enter_call,
     exit_call,
 )
+from otel_compaction.semconv import ErrorStage
 
 __all__ = ["HOOKS", "install_when_imported", "uninstall"]
 
@@ -167,7 +168,7 @@ def _on_import(spec: tuple[str, str, str, str, bool]) -> Callable[[Any], None]:
     _, class_name, method, framework, is_async = spec
 
     def hook(module: Any) -> None:
-        with _runtime.guard().stage("context"):
+        with _runtime.guard().stage(ErrorStage.CONTEXT):
             _wrap(module, class_name, method, framework, is_async)
 
     return hook

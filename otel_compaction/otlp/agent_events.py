@@ -39,10 +39,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from otel_compaction import semconv as sc
+from otel_compaction._count import as_count
 from otel_compaction.model import CompactionObservation, SummarizerCost, TurnObservation
 from otel_compaction.otlp.decode import Signal
 from otel_compaction.otlp.extract import Item, ItemKind, pick
-from otel_compaction.otlp.values import AttrValue, as_int, as_str, as_word
+from otel_compaction.otlp.values import AttrValue, as_str, as_word
 from otel_compaction.semconv import CompactionMode, CompactionSource
 
 _KEYS = frozenset(
@@ -138,9 +139,9 @@ def log_to_item(record: Any, name: str, resource: Mapping[str, AttrValue]) -> It
     if not is_agent_call(source):
         return None  # a sub-agent's or a side query's call: another context
     turn = TurnObservation.of_anthropic_usage(
-        as_int(attrs.get(sc.CLAUDE_CODE_INPUT_TOKENS)),
-        as_int(attrs.get(sc.CLAUDE_CODE_CACHE_READ_TOKENS)),
-        as_int(attrs.get(sc.CLAUDE_CODE_CACHE_CREATION_TOKENS)),
+        as_count(attrs.get(sc.CLAUDE_CODE_INPUT_TOKENS)),
+        as_count(attrs.get(sc.CLAUDE_CODE_CACHE_READ_TOKENS)),
+        as_count(attrs.get(sc.CLAUDE_CODE_CACHE_CREATION_TOKENS)),
         model=as_word(attrs.get(sc.CLAUDE_CODE_MODEL)),
         timestamp=time_ns / 1e9 or None,
     )
@@ -236,12 +237,12 @@ def _cc_compaction(
 ) -> CompactionObservation:
     success = attrs.get(sc.CLAUDE_CODE_SUCCESS)
     failed = success is False or (isinstance(success, str) and success.lower() == "false")
-    post = as_int(attrs.get(sc.CLAUDE_CODE_POST_TOKENS))
+    post = as_count(attrs.get(sc.CLAUDE_CODE_POST_TOKENS))
     return CompactionObservation(
         source=CompactionSource.IMPORT,
         mode=CompactionMode.LOSSY,
         trigger=as_word(attrs.get(sc.CLAUDE_CODE_TRIGGER)),
-        tokens_before=as_int(attrs.get(sc.CLAUDE_CODE_PRE_TOKENS)),
+        tokens_before=as_count(attrs.get(sc.CLAUDE_CODE_PRE_TOKENS)),
         tokens_after=post,
         # Claude Code's post_tokens is the size of what replaced the history: its summary.
         summary_tokens=None if failed else post,
@@ -254,15 +255,15 @@ def _cc_compaction(
 
 def _cc_summarizer(attrs: Mapping[str, AttrValue]) -> SummarizerCost:
     context = TurnObservation.of_anthropic_usage(
-        as_int(attrs.get(sc.CLAUDE_CODE_INPUT_TOKENS)),
-        as_int(attrs.get(sc.CLAUDE_CODE_CACHE_READ_TOKENS)),
-        as_int(attrs.get(sc.CLAUDE_CODE_CACHE_CREATION_TOKENS)),
+        as_count(attrs.get(sc.CLAUDE_CODE_INPUT_TOKENS)),
+        as_count(attrs.get(sc.CLAUDE_CODE_CACHE_READ_TOKENS)),
+        as_count(attrs.get(sc.CLAUDE_CODE_CACHE_CREATION_TOKENS)),
     ).context_tokens
     duration = _number(attrs.get(sc.CLAUDE_CODE_DURATION_MS))
     return SummarizerCost(
         calls=1,
         input_tokens=context,
-        output_tokens=max(as_int(attrs.get(sc.CLAUDE_CODE_OUTPUT_TOKENS)) or 0, 0),
+        output_tokens=max(as_count(attrs.get(sc.CLAUDE_CODE_OUTPUT_TOKENS)) or 0, 0),
         duration_s=None if duration is None else duration / 1000,
         cost_usd=_number(attrs.get(sc.CLAUDE_CODE_COST_USD)),
     )
@@ -271,12 +272,12 @@ def _cc_summarizer(attrs: Mapping[str, AttrValue]) -> SummarizerCost:
 def _codex_turn(attrs: Mapping[str, AttrValue], time_ns: int) -> TurnObservation | None:
     if as_str(attrs.get(sc.CODEX_EVENT_KIND)) != sc.CODEX_RESPONSE_COMPLETED:
         return None
-    tokens = as_int(attrs.get(sc.CODEX_INPUT_TOKENS))
+    tokens = as_count(attrs.get(sc.CODEX_INPUT_TOKENS))
     if tokens is None or tokens <= 0:
         return None
-    if as_int(attrs.get(sc.CODEX_OUTPUT_TOKENS)) == 0:
+    if as_count(attrs.get(sc.CODEX_OUTPUT_TOKENS)) == 0:
         return None  # the start-up warm-up: the prompt sent once, nothing generated
-    cached = as_int(attrs.get(sc.CODEX_CACHED_TOKENS))
+    cached = as_count(attrs.get(sc.CODEX_CACHED_TOKENS))
     return TurnObservation(
         context_tokens=tokens,
         model=as_word(attrs.get(sc.CODEX_MODEL)),

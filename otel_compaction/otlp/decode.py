@@ -33,6 +33,8 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as logs_pb
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2 as metrics_pb
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as trace_pb
 
+from otel_compaction.semconv import ProcessorSignal
+
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 
@@ -57,7 +59,7 @@ class Signal(enum.Enum):
     """The three OTLP signals the receivers accept."""
 
     TRACES = SignalSpec(
-        "traces",
+        ProcessorSignal.TRACES,
         "/v1/traces",
         "opentelemetry.proto.collector.trace.v1.TraceService",
         trace_pb.ExportTraceServiceRequest,
@@ -65,7 +67,7 @@ class Signal(enum.Enum):
         "rejected_spans",
     )
     METRICS = SignalSpec(
-        "metrics",
+        ProcessorSignal.METRICS,
         "/v1/metrics",
         "opentelemetry.proto.collector.metrics.v1.MetricsService",
         metrics_pb.ExportMetricsServiceRequest,
@@ -73,7 +75,7 @@ class Signal(enum.Enum):
         "rejected_data_points",
     )
     LOGS = SignalSpec(
-        "logs",
+        ProcessorSignal.LOGS,
         "/v1/logs",
         "opentelemetry.proto.collector.logs.v1.LogsService",
         logs_pb.ExportLogsServiceRequest,

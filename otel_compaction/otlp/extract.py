@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_compaction import semconv as sc
+from otel_compaction._count import as_count
 from otel_compaction.model import (
     CompactionObservation,
     PhaseReport,
@@ -45,7 +46,6 @@ from otel_compaction.otlp.values import (
     AttrValue,
     any_value,
     as_enum,
-    as_int,
     as_str,
     as_strs,
     as_word,
@@ -404,20 +404,20 @@ def _turn_item(
 
 def _compaction_item(span: Any, attrs: Mapping[str, AttrValue]) -> Item:
     key = as_str(attrs.get(sc.CONVERSATION_ID)) or as_str(attrs.get(sc.GEN_AI_CONVERSATION_ID))
-    turn_index = as_int(attrs.get(sc.TURN_INDEX))
+    turn_index = as_count(attrs.get(sc.TURN_INDEX))
     provider = as_str(attrs.get(sc.GEN_AI_PROVIDER_NAME))
     item = _base(span, ItemKind.COMPACTION, key, turn_index, provider)
-    generation = as_int(attrs.get(sc.LINEAGE_GENERATION))
+    generation = as_count(attrs.get(sc.LINEAGE_GENERATION))
     if attrs.get(sc.LINEAGE_ASSUMED) is True:
         generation = None  # the agent only assumed it: assume it here the same way
     item.compaction = CompactionObservation(
         source=as_enum(CompactionSource, attrs.get(sc.COMPACTION_SOURCE), CompactionSource.IMPORT),
         mode=as_enum(CompactionMode, attrs.get(sc.COMPACTION_MODE), CompactionMode.LOSSY),
         trigger=as_word(attrs.get(sc.COMPACTION_TRIGGER)),
-        tokens_before=as_int(attrs.get(sc.TOKENS_BEFORE)),
-        tokens_after=as_int(attrs.get(sc.TOKENS_AFTER_REPORTED)),
-        summary_tokens=as_int(attrs.get(sc.TOKENS_SUMMARY)),
-        retained_tail_tokens=as_int(attrs.get(sc.TOKENS_RETAINED_TAIL)),
+        tokens_before=as_count(attrs.get(sc.TOKENS_BEFORE)),
+        tokens_after=as_count(attrs.get(sc.TOKENS_AFTER_REPORTED)),
+        summary_tokens=as_count(attrs.get(sc.TOKENS_SUMMARY)),
+        retained_tail_tokens=as_count(attrs.get(sc.TOKENS_RETAINED_TAIL)),
         summary_text=as_str(attrs.get(sc.SUMMARY_TEXT)),
         parent_id=None if generation is None else as_str(attrs.get(sc.LINEAGE_PARENT_ID)),
         # The agent's lineage verdict is a fact about its texts, which we do not see.
@@ -426,10 +426,10 @@ def _compaction_item(span: Any, attrs: Mapping[str, AttrValue]) -> Item:
         compaction_id=as_str(attrs.get(sc.COMPACTION_ID)) or span.span_id.hex() or None,
         timestamp=span.start_time_unix_nano / 1e9 or None,
         # The agent's size after is the first call's context (measured): the same here.
-        context_after=as_int(attrs.get(sc.TOKENS_AFTER)),
+        context_after=as_count(attrs.get(sc.TOKENS_AFTER)),
         error=as_str(attrs.get(sc.SUMMARY_ERROR)),
-        fixed_tokens=as_int(attrs.get(sc.CONTEXT_FIXED_TOKENS)),
-        compacted_tokens=as_int(attrs.get(sc.TOKENS_COMPACTED)),
+        fixed_tokens=as_count(attrs.get(sc.CONTEXT_FIXED_TOKENS)),
+        compacted_tokens=as_count(attrs.get(sc.TOKENS_COMPACTED)),
     )
     item.phase = phase_report(attrs)
     return item

@@ -13,7 +13,8 @@ Two kinds of reader:
   provider names, tool-name lists, context windows) are decoded once per
   distinct encoding and shared (bounded LRU tables, ``_bounded``), which is
   also what lets idle state keep one copy of each.
-* the lenient coercions (``as_int``, ``as_str``, ...) take plain Python values.
+* the lenient coercions (``as_str``, ``as_word``, ...; counts by ``_count.as_count``) take
+  plain Python values.
   Attributes arrive typed by whoever sent them: Claude Code sends numbers as
   strings, some SDKs send ints as doubles. Coerce leniently, never raise.
 
@@ -22,7 +23,6 @@ The bytes come from a request a real parse has accepted, so they are well formed
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -30,6 +30,7 @@ from typing import Any
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from otel_compaction._bounded import BoundedMap
+from otel_compaction._count import as_count
 
 AttrValue = str | bool | int | float | bytes | list[Any] | None
 
@@ -113,7 +114,7 @@ def int_of(raw: bytes | None) -> int | None:
         return number
     value = AnyValue.FromString(raw)
     number = value.int_value
-    return number if number else as_int(any_value(value))
+    return number if number else as_count(any_value(value))
 
 
 def str_of(raw: bytes | None) -> str | None:
@@ -245,49 +246,11 @@ def is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and value == value
 
 
-def as_int(value: AttrValue) -> int | None:
-    """An int from an int, a whole-ish double or a numeric string; else None.
-
-    A number OTLP's int64 cannot hold (``"1e30"``, a huge double, infinity) is no
-    number either: it could never be written back on a span, and no size is that big.
-    """
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            return None
-        number = int(value)
-    elif isinstance(value, str):
-        number_or_none = _parse_int(value)
-        if number_or_none is None:
-            return None
-        number = number_or_none
-    else:
-        return None
-    return number if INT64_MIN <= number <= INT64_MAX else None
-
-
-def _parse_int(text: str) -> int | None:
-    """A numeric string as an int: exact for integers, truncated for decimals."""
-    text = text.strip()
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        number = float(text)
-    except ValueError:
-        return None
-    return int(number) if math.isfinite(number) else None
-
-
 def as_ints(value: AttrValue) -> tuple[int, ...]:
     """The non-negative ints of a list."""
     if not isinstance(value, list):
         return ()
-    return tuple(i for i in (as_int(v) for v in value) if i is not None and i >= 0)
+    return tuple(i for i in map(as_count, value) if i is not None)
 
 
 def as_strs(value: AttrValue) -> tuple[str, ...]:

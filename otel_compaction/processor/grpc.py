@@ -32,11 +32,11 @@ from otel_compaction.otlp.decode import DecodeError, Signal, parse_protobuf
 from otel_compaction.processor.connections import PeerNotices, grpc_peer_address
 from otel_compaction.processor.pipeline import Overloaded, Pipeline, Unavailable
 from otel_compaction.processor.telemetry import ProcessorMetrics
-from otel_compaction.semconv import ProcessorReason
+from otel_compaction.semconv import ProcessorReason, ProcessorTransport
 
 logger = logging.getLogger(__name__)
 
-TRANSPORT = "grpc"
+TRANSPORT = ProcessorTransport.GRPC
 RETRY_SECONDS = 5
 """The retry delay told to a sender whose request the processor failed on."""
 

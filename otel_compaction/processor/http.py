@@ -47,11 +47,11 @@ from otel_compaction.processor.connections import (
 )
 from otel_compaction.processor.pipeline import Overloaded, Pipeline, Unavailable
 from otel_compaction.processor.telemetry import ProcessorMetrics
-from otel_compaction.semconv import ProcessorReason
+from otel_compaction.semconv import ProcessorReason, ProcessorTransport
 
 logger = logging.getLogger(__name__)
 
-TRANSPORT = "http"
+TRANSPORT = ProcessorTransport.HTTP
 RETRY_SECONDS = 5
 """The ``Retry-After`` told to a sender whose request the processor failed on."""
 _REASON_BY_STATUS = {

@@ -29,7 +29,7 @@ from otel_compaction.otlp.dialects import unread_spans
 from otel_compaction.processor.bulk import BulkHistogram
 from otel_compaction.semconv import ProcessorReason, SnapshotReason
 
-TRANSPORTS = ("grpc", "http")
+TRANSPORTS = tuple(sc.ProcessorTransport)
 # The reasons a receiver can refuse items, and those that lose accepted items.
 REJECT_REASONS = (
     ProcessorReason.MALFORMED,

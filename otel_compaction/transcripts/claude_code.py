@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from otel_compaction._count import as_count
 from otel_compaction.model import CompactionObservation, TurnObservation
 from otel_compaction.semconv import PROVIDER_ANTHROPIC, CompactionMode, CompactionSource
 from otel_compaction.signals.tokens import estimate_tokens
@@ -59,7 +60,6 @@ from otel_compaction.transcripts.progress import Progress
 from otel_compaction.transcripts.read_once import ReadOnce
 from otel_compaction.transcripts.text import (
     arguments_text,
-    as_int,
     content_text,
     parse_timestamp,
 )
@@ -265,7 +265,7 @@ class _Reader:
             return
         meta = record.get("microcompactMetadata")
         meta = meta if isinstance(meta, dict) else {}
-        before, saved = as_int(meta.get("preTokens")), as_int(meta.get("tokensSaved"))
+        before, saved = as_count(meta.get("preTokens")), as_count(meta.get("tokensSaved"))
         conv.compaction = _Compaction(
             compaction_id=_compaction_id(conv, record),
             mode=CompactionMode.PRUNE,
@@ -285,7 +285,7 @@ def _remember(conv: _Conversation, key: str) -> None:
 
 def _not_a_count(value: Any) -> bool:
     """A usage figure that is there but no token count (``"¹²"``, -5, a list...)."""
-    return value is not None and as_int(value) is None
+    return value is not None and as_count(value) is None
 
 
 def _missing_boundary_fields(record: dict[str, Any]) -> list[str]:
@@ -302,8 +302,8 @@ def _merge(call: _Call, model: Any, usage: dict[str, Any], content: Any, when: A
     """Add one record of an API call to the call being assembled."""
     if isinstance(model, str) and model:
         call.model = model
-    previous_output = as_int(call.usage.get("output_tokens")) or 0
-    if not call.usage or (as_int(usage.get("output_tokens")) or 0) >= previous_output:
+    previous_output = as_count(call.usage.get("output_tokens")) or 0
+    if not call.usage or (as_count(usage.get("output_tokens")) or 0) >= previous_output:
         call.usage = usage
     moment = parse_timestamp(when)
     if moment is not None:
@@ -325,11 +325,11 @@ def _flush_call(conv: _Conversation) -> Iterator[Event]:
         return
     _remember(conv, call.key)
     usage = call.usage
-    write = as_int(usage.get("cache_creation_input_tokens"))
-    read = as_int(usage.get("cache_read_input_tokens"))
+    write = as_count(usage.get("cache_creation_input_tokens"))
+    read = as_count(usage.get("cache_read_input_tokens"))
     # The same reading as Claude Code's api_request events (otlp.agent_events).
     observation = TurnObservation.of_anthropic_usage(
-        as_int(usage.get("input_tokens")),
+        as_count(usage.get("input_tokens")),
         read,
         write,
         model=call.model,
@@ -343,7 +343,7 @@ def _flush_call(conv: _Conversation) -> Iterator[Event]:
         provider=PROVIDER_ANTHROPIC,
         response_id=call.key,
         input_tokens=observation.context_tokens,
-        output_tokens=as_int(usage.get("output_tokens")),
+        output_tokens=as_count(usage.get("output_tokens")),
         cache_read_tokens=read,
         cache_write_tokens=write,
         start_time=call.start,
@@ -360,8 +360,8 @@ def _new_compaction(
         compaction_id=_compaction_id(conv, record),
         mode=CompactionMode.LOSSY,
         trigger=_str(meta.get("trigger")),
-        tokens_before=as_int(meta.get("preTokens")),
-        tokens_after=as_int(meta.get("postTokens")),
+        tokens_before=as_count(meta.get("preTokens")),
+        tokens_after=as_count(meta.get("postTokens")),
         timestamp=when,
     )
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from otel_compaction._count import as_count
 from otel_compaction.model import CompactionObservation, TurnObservation
 from otel_compaction.semconv import PROVIDER_OPENAI, CompactionMode, CompactionSource
 from otel_compaction.signals.tokens import estimate_tokens
@@ -40,7 +41,6 @@ from otel_compaction.transcripts.lines import RECORD_ERRORS, Diagnostics, read_j
 from otel_compaction.transcripts.progress import Progress
 from otel_compaction.transcripts.text import (
     arguments_text,
-    as_int,
     content_text,
     parse_timestamp,
 )
@@ -169,12 +169,12 @@ def _event(state: _State, payload: dict[str, Any], when: float | None) -> Iterat
     state.last_total = total
     yield from _announce(state)
     yield from _flush_compaction(state)
-    yield _turn(state, last, as_int(info.get("model_context_window")), when)
+    yield _turn(state, last, as_count(info.get("model_context_window")), when)
 
 
 def _turn(state: _State, last: dict[str, Any], window: int | None, when: float | None) -> Event:
-    context = as_int(last.get("input_tokens")) or 0
-    cached = as_int(last.get("cached_input_tokens"))
+    context = as_count(last.get("input_tokens")) or 0
+    cached = as_count(last.get("cached_input_tokens"))
     observation = TurnObservation(
         context_tokens=context,
         model=state.model,
@@ -185,7 +185,7 @@ def _turn(state: _State, last: dict[str, Any], window: int | None, when: float |
         window=window or None,
         timestamp=state.call_start or when,
     )
-    output = as_int(last.get("output_tokens"))
+    output = as_count(last.get("output_tokens"))
     info = CallInfo(
         provider=state.provider or PROVIDER_OPENAI,
         input_tokens=context,

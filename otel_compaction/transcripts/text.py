@@ -46,22 +46,6 @@ def arguments_text(value: Any) -> str | None:
         return None
 
 
-def as_int(value: Any) -> int | None:
-    """A non-negative token count from a JSON value, or None when it is not one."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, float) and math.isfinite(value) and value >= 0:
-        return int(value)
-    if isinstance(value, str):
-        text = value.strip()
-        # isdigit() also accepts superscripts and other digits int() refuses.
-        if text.isascii() and text.isdigit():
-            return int(text)
-    return None
-
-
 def parse_timestamp(value: Any) -> float | None:
     """Seconds since the epoch from an ISO 8601 string or a number (s, ms or ns)."""
     if isinstance(value, bool):

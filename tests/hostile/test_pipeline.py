@@ -12,8 +12,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from otel_compaction import semconv as sc
+from otel_compaction._count import as_count
 from otel_compaction.otlp.decode import Signal
-from otel_compaction.otlp.values import as_int
 from otel_compaction.processor.pipeline import Pipeline
 from otel_compaction.processor.queue import PersistentQueue
 from otel_compaction.processor.tap import SCOPE_NAME
@@ -54,8 +54,8 @@ def test_a_compaction_size_above_int64_does_not_block_the_queue(
 @pytest.mark.parametrize("text", ["1e30", "-1e30", "9223372036854775808", "inf", "nan"])
 def test_numbers_outside_int64_are_no_numbers(text: str) -> None:
     """The lenient coercion reads a value OTLP's int64 cannot hold as absent."""
-    assert as_int(text) is None
-    assert as_int(float(text)) is None
+    assert as_count(text) is None
+    assert as_count(float(text)) is None
 
 
 def test_a_batch_the_pipeline_fails_on_is_forwarded_as_received(

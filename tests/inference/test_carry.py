@@ -51,7 +51,7 @@ def _text(rng: random.Random, chars: int) -> str:
 @contextmanager
 def _counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """Counts, while the block runs: characters split into words by the carry-over measure,
-    messages described by the tracker, fingerprints taken (a message's key, the system
+    messages described by the tracker, digests taken (a message's key, the system
     prompt's) and remembered facts copied as the old side of a whole-history replacement."""
     counts: Counter[str] = Counter()
 
@@ -70,7 +70,7 @@ def _counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
         copied = counting("copied", _placement.sent_back, lambda h, *c: len(h.facts))
         for module in (_replacement, _rewrites, _summarizing):
             patch.setattr(module, "sent_back", copied)
-        patch.setattr(messages, "fingerprint", counting("keys", messages.fingerprint, _top))
+        patch.setattr(messages, "value_digest", counting("keys", messages.value_digest, _top))
         yield counts
 
 
@@ -79,7 +79,7 @@ def _one(message: Any) -> int:
 
 
 def _top(value: Any, depth: int = 0) -> int:
-    """A fingerprint asked for from outside (not a member's, inside one)."""
+    """A digest asked for from outside (not a member's, inside one)."""
     return 1 if depth == 0 else 0
 
 
@@ -176,7 +176,7 @@ def test_a_first_call_costs_the_same_after_small_and_large_recent_conversations(
     assert small["chars"] == 0
 
 
-def test_a_first_call_fingerprints_no_message_of_a_size_no_tail_has(
+def test_a_first_call_digests_no_message_of_a_size_no_tail_has(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Only a message of a size some remembered tail has could share that tail: the others
@@ -250,7 +250,7 @@ def test_a_history_signed_once_is_not_read_again() -> None:
 
 
 def test_a_message_and_its_sdk_or_reordered_twin_have_the_same_lead() -> None:
-    """The tail prefilter's mark follows the fingerprint: an SDK object and its dict, or a
+    """The tail prefilter's mark follows the digest: an SDK object and its dict, or a
     dict in another key order, mark alike, so a shared tail is never passed over."""
     from anthropic.types import TextBlock, ToolUseBlock
 
@@ -266,6 +266,6 @@ def test_a_message_and_its_sdk_or_reordered_twin_have_the_same_lead() -> None:
         ],
         "role": "assistant",
     }
-    assert messages.fingerprint(sdk) == messages.fingerprint(plain)
+    assert messages.value_digest(sdk) == messages.value_digest(plain)
     assert messages.lead(sdk) == messages.lead(plain) != 0
     assert messages.lead({"role": "user", "content": "a"}) != messages.lead(plain)

@@ -15,18 +15,18 @@ from otel_compaction.semconv import CompactionMode
 
 
 @contextmanager
-def _fingerprinted(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[int, Any]]:
-    """The values :func:`fingerprint` is asked for (a message's key is its fingerprint)
+def _digested(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[int, Any]]:
+    """The values :func:`value_digest` is asked for (a message's key is its digest)
     while the block runs, by id (held, so no id is reused)."""
     seen: dict[int, Any] = {}
-    real = messages.fingerprint
+    real = messages.value_digest
 
     def counted(value: Any, depth: int = 0) -> tuple[int, int]:
         seen[id(value)] = value
         return real(value, depth)
 
     with monkeypatch.context() as patch:
-        patch.setattr(messages, "fingerprint", counted)
+        patch.setattr(messages, "value_digest", counted)
         yield seen
 
 
@@ -151,7 +151,7 @@ def test_histories_are_bounded_and_expire() -> None:
     assert len(tracker) == 1
 
 
-def test_fingerprint_ignores_none_fields_and_key_order() -> None:
+def test_digest_ignores_none_fields_and_key_order() -> None:
     """A pydantic-dumped block and the hand-written dict of it have the same key."""
     written = {"content": [{"text": "hi", "type": "text"}], "role": "assistant"}
     dumped = {"role": "assistant", "content": [{"type": "text", "text": "hi", "citations": None}]}
@@ -220,7 +220,7 @@ def test_the_tail_index_follows_the_last_messages(monkeypatch: pytest.MonkeyPatc
     tracker = HistoryTracker()
     history: list[Any] = [{"role": "user", "content": "task"}]
     tracker.place(None, "system", history)
-    with _fingerprinted(monkeypatch) as keyed:
+    with _digested(monkeypatch) as keyed:
         for i in range(10):
             _grow(history, i)
             placement = tracker.place(None, "system", history)

@@ -1,5 +1,5 @@
 """Message facts: the one-walk reader of block messages agrees with the general reader, and
-sizes and keys agree with the fingerprint."""
+sizes and keys agree with the digest."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from otel_compaction.inference import messages
-from otel_compaction.inference.messages import _describe_any, describe, fingerprint, size_of
+from otel_compaction.inference.messages import _describe_any, describe, size_of, value_digest
 
 _text = st.text(max_size=40)
 _json = st.recursive(
@@ -54,30 +54,30 @@ def _nested(depth: int) -> Any:
 
 @given(_json)
 @example(_nested(20))  # deeper than the walk goes: both stop at the same depth
-def test_size_of_counts_what_the_fingerprint_counts(value: Any) -> None:
-    """``size_of`` is the fingerprint's character count, by its own hash-free walk."""
-    assert size_of(value) == fingerprint(value)[1]
+def test_size_of_counts_what_the_digest_counts(value: Any) -> None:
+    """``size_of`` is the digest's character count, by its own hash-free walk."""
+    assert size_of(value) == value_digest(value)[1]
     assert (
         size_of({"role": "user", "content": [value]})
-        == fingerprint({"role": "user", "content": [value]})[1]
+        == value_digest({"role": "user", "content": [value]})[1]
     )
 
 
 @given(_message)
-def test_the_key_is_the_fingerprint_of_the_message(message: dict[str, Any]) -> None:
-    """A message's key, computed when first asked for, is its fingerprint; two equal
+def test_the_key_is_the_digest_of_the_message(message: dict[str, Any]) -> None:
+    """A message's key, computed when first asked for, is its digest; two equal
     messages have equal keys and the facts compare equal whether keys were computed or not."""
     asked: list[Any] = []
 
     def counted(value: Any, depth: int = 0) -> tuple[int, int]:
         asked.append(value)
-        return fingerprint(value, depth)
+        return value_digest(value, depth)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(messages, "fingerprint", counted)
+        patch.setattr(messages, "value_digest", counted)
         facts = describe(message)
         assert not any(value is message for value in asked)  # describing computes no key
-        assert facts.key == fingerprint(message)[0]
+        assert facts.key == value_digest(message)[0]
         assert any(value is message for value in asked)
     again = describe({**message})
     assert again == facts

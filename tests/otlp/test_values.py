@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from otel_compaction._count import as_count
 from otel_compaction.otlp import values
 from otel_compaction.otlp.attributes import any_value as to_any_value
 
@@ -17,7 +18,7 @@ from otel_compaction.otlp.attributes import any_value as to_any_value
 
 def _ref_int_of(value: AnyValue) -> int | None:
     number: int = value.int_value
-    return number if number else values.as_int(values.any_value(value))
+    return number if number else as_count(values.any_value(value))
 
 
 def _ref_str_of(value: AnyValue) -> str | None:
@@ -33,7 +34,7 @@ def _ref_strs_of(value: AnyValue) -> tuple[str, ...]:
 def _ref_ints_of(value: AnyValue) -> tuple[int, ...]:
     out = []
     for element in value.array_value.values:
-        number = element.int_value or values.as_int(values.any_value(element))
+        number = element.int_value or as_count(values.any_value(element))
         if number is not None and number >= 0:
             out.append(number)
     return tuple(out)

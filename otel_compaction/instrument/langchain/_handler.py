@@ -39,18 +39,17 @@ from otel_compaction.instrument.langchain import _messages as msg
 from otel_compaction.instrument.langchain import _recognize as rec
 from otel_compaction.instrument.langchain._runs import AmbientConversation, Run, RunKind, RunTable
 from otel_compaction.instrument.langchain._scan import scan_input
-from otel_compaction.instrument.langchain._state import ConversationState, ConversationStates
+from otel_compaction.instrument.langchain._state import ConversationMemories, ConversationMemory
 from otel_compaction.instrument.langchain._telemetry import (
     ChatCall,
     LangChainTelemetry,
     current_context,
 )
 from otel_compaction.model import CompactionObservation
+from otel_compaction.semconv import ErrorStage
 
 logger = logging.getLogger("otel_compaction.instrument.langchain")
 
-ERROR_STAGE = "callback"
-"""The ``compaction.error.stage`` of every error a callback swallowed."""
 EXTRA_TOOLS_MEMORY = 32
 
 
@@ -77,10 +76,13 @@ class CompactionCallbackHandler(BaseCallbackHandler):
         self.runtime = runtime
         """The runtime whose spans and metrics this handler records through."""
         self._runs = RunTable(ambient)
-        self._states = ConversationStates(runtime.settings.max_conversations)
+        self._states = ConversationMemories(runtime.settings.max_conversations)
         self._lock = threading.RLock()
         self._guard = Guard(
-            runtime.metrics, counted_as=ERROR_STAGE, logger=logger, kind="LangChain callback"
+            runtime.metrics,
+            counted_as=ErrorStage.CALLBACK,
+            logger=logger,
+            kind="LangChain callback",
         )
         self.enabled = True
 
@@ -263,7 +265,7 @@ class CompactionCallbackHandler(BaseCallbackHandler):
             self._runs.pop(run_id)
 
     def _summarization(
-        self, run: Run, output: msg.SummarizationOutput, state: ConversationState
+        self, run: Run, output: msg.SummarizationOutput, state: ConversationMemory
     ) -> None:
         key = f"{hash(msg.message_text(output.summary))}:{len(output.kept)}"
         if key in state.handled_summaries:

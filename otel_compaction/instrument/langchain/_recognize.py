@@ -2,7 +2,7 @@
 
 Each ``*_observation`` function looks at what one callback saw and returns a
 ``CompactionObservation`` (or None when nothing was compacted). Sizes are our
-estimate brought to the provider's scale (``ConversationState.scaled``), so the
+estimate brought to the provider's scale (``ConversationMemory.scaled``), so the
 compaction's sizes and the turns' usage-based sizes are comparable.
 """
 
@@ -16,20 +16,16 @@ from langchain_core.messages import AIMessage, BaseMessage
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.instrument.langchain import _messages as msg
 from otel_compaction.instrument.langchain._scan import InputScan
-from otel_compaction.instrument.langchain._state import ConversationState
+from otel_compaction.instrument.langchain._state import ConversationMemory
 from otel_compaction.model import CompactionObservation, TurnObservation
-from otel_compaction.semconv import CompactionMode, CompactionSource
+from otel_compaction.semconv import CompactionMode, CompactionSource, CompactionTrigger
 from otel_compaction.signals.tokens import estimate_tokens
-
-TRIGGER_AUTO = "auto"
-TRIGGER_CLEAR_TOOL_USES = "clear_tool_uses"
-TRIGGER_LANGMEM = "running_summary"
 
 
 def summarization_observation(
     before: Sequence[BaseMessage],
     output: msg.SummarizationOutput,
-    state: ConversationState,
+    state: ConversationMemory,
     analyzer: ConversationAnalyzer,
 ) -> CompactionObservation:
     """A ``SummarizationMiddleware`` firing: history ``before`` replaced by ``output``.
@@ -46,7 +42,7 @@ def summarization_observation(
     return CompactionObservation(
         source=CompactionSource.LANGCHAIN,
         mode=CompactionMode.LOSSY,
-        trigger=TRIGGER_AUTO,
+        trigger=CompactionTrigger.AUTO,
         tokens_before=state.scaled(msg.messages_tokens(before)),
         tokens_after=summary_tokens + retained,
         summary_tokens=summary_tokens,
@@ -83,7 +79,7 @@ def _body(summary: str) -> str:
     return summary.partition("\n\n")[2].strip() or summary.strip()
 
 
-def prune_observation(scan: InputScan, state: ConversationState) -> CompactionObservation | None:
+def prune_observation(scan: InputScan, state: ConversationMemory) -> CompactionObservation | None:
     """Tool results newly cleared by ``ClearToolUsesEdit`` in a model call's input."""
     if not scan.cleared:
         return None
@@ -99,7 +95,7 @@ def prune_observation(scan: InputScan, state: ConversationState) -> CompactionOb
     return CompactionObservation(
         source=CompactionSource.LANGCHAIN,
         mode=CompactionMode.PRUNE,
-        trigger=TRIGGER_CLEAR_TOOL_USES,
+        trigger=CompactionTrigger.CLEAR_TOOL_USES,
         tokens_before=after + reclaimed if known else None,
         tokens_after=after,
         continues_lineage=False,
@@ -107,7 +103,7 @@ def prune_observation(scan: InputScan, state: ConversationState) -> CompactionOb
 
 
 def server_observations(
-    response: AIMessage, messages: Sequence[BaseMessage], state: ConversationState
+    response: AIMessage, messages: Sequence[BaseMessage], state: ConversationMemory
 ) -> list[CompactionObservation]:
     """Anthropic server-side compactions carried as blocks in a ``ChatAnthropic`` response."""
     blocks = msg.compaction_blocks(response)
@@ -125,7 +121,7 @@ def server_observations(
             CompactionObservation(
                 source=CompactionSource.LANGCHAIN,
                 mode=CompactionMode.SERVER,
-                trigger=TRIGGER_AUTO,
+                trigger=CompactionTrigger.AUTO,
                 tokens_before=before,
                 tokens_after=after if after is not None else summary_tokens,
                 summary_tokens=summary_tokens,
@@ -138,7 +134,7 @@ def server_observations(
 
 
 def running_summary_observation(
-    inputs: object, outputs: object, state: ConversationState, analyzer: ConversationAnalyzer
+    inputs: object, outputs: object, state: ConversationMemory, analyzer: ConversationAnalyzer
 ) -> CompactionObservation | None:
     """A langmem ``RunningSummary`` that is new in a run's output (created or extended)."""
     new = msg.find_running_summary(outputs)
@@ -162,7 +158,7 @@ def running_summary_observation(
     return CompactionObservation(
         source=CompactionSource.LANGCHAIN,
         mode=CompactionMode.LOSSY,
-        trigger=TRIGGER_LANGMEM,
+        trigger=CompactionTrigger.RUNNING_SUMMARY,
         tokens_before=state.scaled(msg.messages_tokens(unsummarized) + old_tokens)
         if messages
         else None,
@@ -196,7 +192,7 @@ def context_tokens(
     response: AIMessage | None,
     llm_output: Mapping[str, Any] | None,
     estimated: int,
-    state: ConversationState,
+    state: ConversationMemory,
 ) -> int:
     """Tokens in a call's context: reported usage when present, else our estimate.
 
@@ -220,7 +216,7 @@ def turn_observation(
     model: str | None,
     context: int,
     scan: InputScan,
-    state: ConversationState,
+    state: ConversationMemory,
 ) -> TurnObservation:
     """One chat-model call as a turn; tool runs the model did not ask for join its tools."""
     calls = list(response.tool_calls) if response is not None else []

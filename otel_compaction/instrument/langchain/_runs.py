@@ -25,15 +25,10 @@ from langchain_core.messages import BaseMessage
 
 from otel_compaction._bounded import BoundedMap
 from otel_compaction.instrument._framework import FrameworkCall
-from otel_compaction.instrument._scope import (
-    ID_EXPLICIT,
-    ID_FRAMEWORK,
-    ID_INFERRED,
-    ConversationRef,
-    given_conversation,
-)
+from otel_compaction.instrument._scope import ConversationRef, given_conversation
 from otel_compaction.instrument.langchain._scan import InputScan
 from otel_compaction.instrument.langchain._telemetry import ChatCall
+from otel_compaction.semconv import ConversationIdSource
 
 THREAD_KEYS = ("thread_id", "conversation_id", "session_id")
 """Run-metadata keys naming the conversation, in order of preference."""
@@ -94,15 +89,15 @@ class RunTable:
     ) -> ConversationRef:
         """The conversation of a starting run (see the module docstring)."""
         ambient = self._ambient()
-        if ambient is not None and ambient.source == ID_EXPLICIT:
+        if ambient is not None and ambient.source == ConversationIdSource.EXPLICIT:
             return ambient
         for key in THREAD_KEYS:
             value = (metadata or {}).get(key)
             if isinstance(value, str | int) and not isinstance(value, bool) and str(value):
-                return ConversationRef(str(value), ID_FRAMEWORK, True)
+                return ConversationRef(str(value), ConversationIdSource.FRAMEWORK, True)
         parent = self._runs.peek(parent_run_id) if parent_run_id is not None else None
         if parent is not None:
             return parent.conversation
         if ambient is not None:
             return ambient
-        return ConversationRef(str(parent_run_id or run_id), ID_INFERRED, False)
+        return ConversationRef(str(parent_run_id or run_id), ConversationIdSource.INFERRED, False)

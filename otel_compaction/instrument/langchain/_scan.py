@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from otel_compaction.instrument.langchain import _messages as msg
-from otel_compaction.instrument.langchain._state import ConversationState
+from otel_compaction.instrument.langchain._state import ConversationMemory
 
 
 @dataclass(slots=True)
@@ -35,7 +35,7 @@ class InputScan:
     cleared: list[ToolMessage] = field(default_factory=list)
 
 
-def scan_input(messages: Sequence[BaseMessage], state: ConversationState) -> InputScan:
+def scan_input(messages: Sequence[BaseMessage], state: ConversationMemory) -> InputScan:
     """Scan a model call's input once, updating the conversation's memory."""
     scan = InputScan()
     total = 0
@@ -60,7 +60,7 @@ def scan_input(messages: Sequence[BaseMessage], state: ConversationState) -> Inp
     return scan
 
 
-def _size(message: BaseMessage, key: str, state: ConversationState) -> int:
+def _size(message: BaseMessage, key: str, state: ConversationMemory) -> int:
     size = state.sizes.peek(key)
     if size is None:
         size = msg.message_tokens(message)
@@ -68,7 +68,7 @@ def _size(message: BaseMessage, key: str, state: ConversationState) -> int:
     return size
 
 
-def _count_new(message: BaseMessage, size: int, scan: InputScan, state: ConversationState) -> None:
+def _count_new(message: BaseMessage, size: int, scan: InputScan, state: ConversationMemory) -> None:
     if isinstance(message, ToolMessage):
         state.tool_tokens.put(msg.tool_message_key(message), size)
         scan.tool_outputs.append(state.scaled(size))

@@ -29,7 +29,7 @@ def _keys(limit: int = SEEN_MEMORY) -> Callable[[], BoundedMap[str, int]]:
 
 
 @dataclass(slots=True)
-class ConversationState:
+class ConversationMemory:
     """LangChain-side memory of one conversation (see the module docstring)."""
 
     seen: BoundedMap[str, int] = field(default_factory=_keys())
@@ -65,15 +65,15 @@ class ConversationState:
         return round(estimated * self.scale)
 
 
-class ConversationStates:
-    """Per-conversation ``ConversationState``, least recently used evicted past ``limit``."""
+class ConversationMemories:
+    """Per-conversation ``ConversationMemory``, least recently used evicted past ``limit``."""
 
     __slots__ = ("_states",)
 
     def __init__(self, limit: int) -> None:
-        self._states: BoundedMap[str, ConversationState] = BoundedMap(max(1, limit))
+        self._states: BoundedMap[str, ConversationMemory] = BoundedMap(max(1, limit))
 
-    def get(self, conversation_id: str) -> ConversationState:
+    def get(self, conversation_id: str) -> ConversationMemory:
         """The conversation's state, created on first use."""
         return self._states.cached(conversation_id, _new_state)
 
@@ -81,5 +81,5 @@ class ConversationStates:
         return len(self._states)
 
 
-def _new_state(_conversation_id: str) -> ConversationState:
-    return ConversationState()
+def _new_state(_conversation_id: str) -> ConversationMemory:
+    return ConversationMemory()

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 
 import wrapt
 
+from otel_compaction.semconv import ErrorStage
+
 if TYPE_CHECKING:
     from otel_compaction.instrument._runtime import Runtime
 
@@ -56,7 +58,7 @@ class _Deferred:
             runtime = self.runtime
             if not self.armed or runtime is None or name not in _HOOKS:
                 return
-        with runtime.guard.stage("context"):
+        with runtime.guard.stage(ErrorStage.CONTEXT):
             importlib.import_module(_HOOKS[name]).install(runtime)
 
 

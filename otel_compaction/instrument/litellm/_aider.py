@@ -50,6 +50,7 @@ from otel_compaction.instrument._guard import Guard
 from otel_compaction.instrument._runtime import Runtime
 from otel_compaction.instrument.litellm._hint import RequestHint, note_request
 from otel_compaction.instrument.litellm._read import Ephemeral
+from otel_compaction.semconv import ErrorStage
 
 __all__ = ["install", "summarizing", "uninstall"]
 
@@ -127,7 +128,7 @@ def _chunks_wrapper(guard: Guard) -> Callable[..., Any]:
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         chunks = wrapped(*args, **kwargs)
-        with guard.stage("context"):
+        with guard.stage(ErrorStage.CONTEXT):
             coder = weakref.ref(instance)
             note_request(
                 RequestHint(
@@ -156,7 +157,7 @@ def _create_wrapper(guard: Guard) -> Callable[..., Any]:
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         coder = wrapped(*args, **kwargs)
-        with guard.stage("context"):
+        with guard.stage(ErrorStage.CONTEXT):
             source = kwargs.get("from_coder")
             conversation = _conversations.get(source) if source is not None else None
             if conversation is not None:
@@ -192,7 +193,7 @@ def _start_wrapper(guard: Guard) -> Callable[..., Any]:
     def wrapper(
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        with guard.stage("context"):
+        with guard.stage(ErrorStage.CONTEXT):
             _contexts[instance] = contextvars.copy_context()
         return wrapped(*args, **kwargs)
 
@@ -204,7 +205,7 @@ def _worker_wrapper(guard: Guard) -> Callable[..., Any]:
         wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         context = None
-        with guard.stage("context"):
+        with guard.stage(ErrorStage.CONTEXT):
             context = _contexts.pop(instance, None)
 
         def run() -> Any:

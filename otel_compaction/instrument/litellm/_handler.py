@@ -19,7 +19,7 @@ from typing import Any
 import litellm
 from litellm.integrations.custom_logger import CustomLogger
 
-from otel_compaction.instrument._api import int_or_none
+from otel_compaction._count import as_count
 from otel_compaction.instrument._runtime import Runtime
 from otel_compaction.instrument.litellm._observer import LiteLLMObserver
 from otel_compaction.instrument.litellm._read import configured_window, provider_name
@@ -94,7 +94,7 @@ def _table_window(model: str, provider: str) -> int | None:
         info = litellm.get_model_info(model=model, custom_llm_provider=provider)
     except Exception:  # noqa: BLE001 - a model LiteLLM does not know
         return None
-    window = int_or_none(info.get("max_input_tokens")) if isinstance(info, Mapping) else None
+    window = as_count(info.get("max_input_tokens")) if isinstance(info, Mapping) else None
     return window or None
 
 

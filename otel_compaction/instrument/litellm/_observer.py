@@ -53,6 +53,7 @@ from otel_compaction.instrument.litellm._read import (
     is_summarizer,
 )
 from otel_compaction.model import SummarizerCost
+from otel_compaction.semconv import ErrorStage
 
 FRAMEWORK = "litellm"
 IN_FLIGHT = 4096
@@ -128,7 +129,7 @@ class LiteLLMObserver:
         call_id = details.get("litellm_call_id")
         if not self.enabled or not isinstance(call_id, str) or not is_instrumentation_enabled():
             return
-        with self.runtime.guard.stage("request"):
+        with self.runtime.guard.stage(ErrorStage.REQUEST):
             with self._lock:
                 if call_id in self._calls:
                     return  # the pre-call of a retry: the call is already running
@@ -182,7 +183,7 @@ class LiteLLMObserver:
         call_id = details.get("litellm_call_id")
         if not isinstance(call_id, str):
             return
-        with self.runtime.guard.stage("context"):
+        with self.runtime.guard.stage(ErrorStage.CONTEXT):
             with self._lock:
                 record = self._calls.peek(call_id)
                 token = record.token if record is not None else None
@@ -200,7 +201,7 @@ class LiteLLMObserver:
         call_id = details.get("litellm_call_id")
         if not isinstance(call_id, str):
             return
-        with self.runtime.guard.stage("context"):
+        with self.runtime.guard.stage(ErrorStage.CONTEXT):
             with self._lock:
                 record = self._calls.peek(call_id)
             if record is not None and record.shared is None and record.call.owns_span:
@@ -220,19 +221,19 @@ class LiteLLMObserver:
                 record.previous.wait(ORDER_WAIT_S)
             final = details.get("complete_streaming_response") or response
             info = None
-            with self.runtime.guard.stage("response"):
+            with self.runtime.guard.stage(ErrorStage.RESPONSE):
                 info = self._api.response(final, record.call.request)
             record.call.finish(info)
             # A call the SDK layer itself took for a summarizer's (``summarized``, where
             # it reads summarizer calls from their request) has its cost counted there.
             summarized = getattr(record.call, "summarized", False)
             if record.call.internal and not summarized and info is not None:
-                with self.runtime.guard.stage("analysis"):
+                with self.runtime.guard.stage(ErrorStage.ANALYSIS):
                     self._summarizer_cost(record, info)
         finally:
             record.done.set()
             if record.shared is not None:
-                with self.runtime.guard.stage("context"):
+                with self.runtime.guard.stage(ErrorStage.CONTEXT):
                     otel_context.detach(record.shared)  # type: ignore[arg-type]
 
     def failure(self, details: Mapping[str, Any]) -> None:

@@ -23,12 +23,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from otel_compaction import semconv as sc
+from otel_compaction._count import as_count
 from otel_compaction.instrument._api import (
     RequestInfo,
     ResponseInfo,
     StreamReader,
     field_of,
-    int_or_none,
 )
 from otel_compaction.instrument._openai import OpenAIChat, OpenAIResponses
 
@@ -96,7 +96,7 @@ def configured_window(details: Mapping[str, Any]) -> int | None:
     N}`` in its params (LiteLLM's per-deployment model info), else None (the callback
     then asks LiteLLM's own model table, ``_handler.window_of``)."""
     info = _mapping(_mapping(details.get("litellm_params")).get("model_info"))
-    window = int_or_none(info.get("max_input_tokens"))
+    window = as_count(info.get("max_input_tokens"))
     return window if window else None
 
 
@@ -122,7 +122,7 @@ def _attributes(details: Mapping[str, Any], provider: str, model: str | None) ->
         attributes[sc.GEN_AI_REQUEST_MODEL] = model
     optional = _mapping(details.get("optional_params"))
     for name in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
-        if (value := int_or_none(optional.get(name))) is not None:
+        if (value := as_count(optional.get(name))) is not None:
             attributes[sc.GEN_AI_REQUEST_MAX_TOKENS] = value
             break
     temperature = optional.get("temperature")
@@ -188,18 +188,18 @@ def _usage(info: ResponseInfo, usage: Any) -> None:
     if usage is None:
         return
     if info.input_tokens is None:
-        info.input_tokens = int_or_none(field_of(usage, "prompt_tokens"))
+        info.input_tokens = as_count(field_of(usage, "prompt_tokens"))
     if info.output_tokens is None:
-        info.output_tokens = int_or_none(field_of(usage, "completion_tokens"))
+        info.output_tokens = as_count(field_of(usage, "completion_tokens"))
     details = field_of(usage, "prompt_tokens_details") or field_of(usage, "input_tokens_details")
     if info.cache_read_tokens is None:
-        info.cache_read_tokens = int_or_none(field_of(usage, "cache_read_input_tokens"))
+        info.cache_read_tokens = as_count(field_of(usage, "cache_read_input_tokens"))
     if info.cache_read_tokens is None:
-        info.cache_read_tokens = int_or_none(field_of(details, "cached_tokens"))
+        info.cache_read_tokens = as_count(field_of(details, "cached_tokens"))
     if not info.cache_write_tokens:
-        written = int_or_none(field_of(usage, "cache_creation_input_tokens"))
+        written = as_count(field_of(usage, "cache_creation_input_tokens"))
         if written is None:
-            written = int_or_none(field_of(details, "cache_write_tokens"))
+            written = as_count(field_of(details, "cache_write_tokens"))
         info.cache_write_tokens = written if written is not None else info.cache_write_tokens
 
 
