@@ -249,6 +249,41 @@ def test_rediscovery_is_never_negative_nor_counts_calls_outside_its_horizon(
         assert 0 <= result.turns <= result.horizon_turns <= horizon
 
 
+_EVERY_CALL = (
+    ("Read", '{"file_path":"a"}'),
+    ("Read", '{"file_path":"b"}'),
+    ("Bash", '{"command":"x"}'),
+)
+
+
+def _measure(steps: list[object], horizon: int, cut: int | None = None) -> list[Rediscovery]:
+    """The results of ``steps``; from turn ``cut`` on, every turn repeats every call."""
+    run = Run(horizon)
+    for step in steps:
+        if step == "compact":
+            run.compact(f"c{run.turn}")
+            continue
+        assert isinstance(step, list)
+        late = cut is not None and run.turn + 1 >= cut
+        run.call(*(_EVERY_CALL if late else step))
+    return run.end()
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=steps, horizon=st.integers(1, 6), cut=st.integers(1, 40))
+def test_calls_after_a_horizon_never_change_what_it_measured(
+    steps: list[object], horizon: int, cut: int
+) -> None:
+    """A horizon that ended by turn ``cut`` measures the same whatever the calls from then on
+    (here: all repeats), so no call after its own horizon is ever counted."""
+
+    def ended(results: list[Rediscovery]) -> list[Rediscovery]:
+        done = [r for r in results if r.start_turn + r.horizon_turns <= cut]
+        return sorted(done, key=lambda r: (r.start_turn, r.compaction_id or ""))
+
+    assert ended(_measure(steps, horizon, cut)) == ended(_measure(steps, horizon))
+
+
 def _turn(*calls: tuple[str, str | None], outputs: tuple[int, ...] = ()) -> TurnObservation:
     return TurnObservation(
         context_tokens=1000,
