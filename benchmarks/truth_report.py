@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from truth_limits import KNOWN_LIMITS, reason_for
+from truth_rediscovery import rediscovery_lines
 from truth_rules import KINDS
 from truth_score import ATTRIBUTES, Tally
 
@@ -121,8 +122,9 @@ def render(summary: dict[str, Any], results: dict[str, Any]) -> str:
         "\n".join(_limits(summary)),
         "\n".join(_determinism(summary, results)),
         "\n".join(_calibration(results.get("calibration") or [])),
+        "\n".join(rediscovery_lines(results["runs"])),
     ]
-    return "\n\n".join([BEGIN, *parts, END])
+    return "\n\n".join([BEGIN, *[p for p in parts if p], END])
 
 
 VARIATION_OUTCOMES = ("found", "mode", "generation", "conversation", "boundary_compaction")
