@@ -22,7 +22,9 @@ agent turn, as the calls of the response before it (late key texts,
   twice.
 
 The calls of a turn's response are known only with the next turn, so those of a
-conversation's last response are never counted. Held calls are bounded
+conversation's last response are never counted. Tool events say nothing of the context
+that made the call: a Claude Code sub-agent's calls, logged under the session's id,
+count as the session's own (its requests, another context, are not turns). Held calls are bounded
 (``MAX_CALLS`` per conversation, ``max_conversations`` conversations) and not in the
 processor's snapshot: a restart forgets the calls of at most one response per
 conversation.
