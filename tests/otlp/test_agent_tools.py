@@ -21,6 +21,8 @@ from otel_compaction.processor.pipeline import Pipeline
 from otel_compaction.processor.queue import PersistentQueue
 from otel_compaction.semconv import CompactionMode, CompactionSource
 from tests.processor.conftest import make_config, queued
+from tests.processor.golden import read_requests
+from tests.processor.test_golden import CAPTURES, CLAUDE_CODE_CAPTURE
 
 SESSION = "cc-session-1"
 RESULT_BYTES = 8_000  # 2,000 tokens
@@ -240,3 +242,27 @@ def test_codex_counts_each_decided_call_once_not_its_exec_wrapper() -> None:
     (key,) = second.tool_keys
     assert key.startswith("<")
     assert len(key) == 17
+
+
+def test_the_claude_code_capture_measures_no_rediscovery_for_the_reasons_given() -> None:
+    """The real S7 capture (docs/processor.md): the 14 Reads of turn 3's response come with
+    turn 4; the horizons of the compactions before turns 3 and 4 cover one request each and
+    repeat nothing made before them; the last horizon is still open when the events end."""
+    tools = AgentTools()
+    analyzer = ConversationAnalyzer("s7", Settings())
+    closed: list[Rediscovery] = []
+    calls: list[tuple[str, ...]] = []
+    for _, request in read_requests(CAPTURES / f"{CLAUDE_CODE_CAPTURE}.jsonl"):
+        for item in logs_to_items(request, tools):
+            if item.kind is ItemKind.TURN and item.turn is not None:
+                calls.append(item.turn.tool_calls)
+                closed += analyzer.observe_turn(item.turn).rediscovered
+            elif item.kind is ItemKind.COMPACTION and item.compaction is not None:
+                analyzer.observe_compaction(item.compaction)
+    assert calls == [(), ("Bash",), ("Bash",), ("Read",) * 14, ("Bash",)]
+    assert [(r.start_turn, r.calls, r.tokens, r.horizon_turns) for r in closed] == [
+        (3, 0, 0, 1),
+        (4, 0, 0, 1),
+    ]
+    (still_open,) = analyzer.finish_rediscovery()
+    assert still_open.start_turn == 5
