@@ -449,6 +449,20 @@ CODEX_INPUT_TOKENS: Final = "input_token_count"
 CODEX_OUTPUT_TOKENS: Final = "output_token_count"
 CODEX_CACHED_TOKENS: Final = "cached_token_count"
 
+# The agents' tool events, read for rediscovery (otlp.agent_tools): each call's tool
+# name, its id, its input and the size of its result. Claude Code sends the input
+# (``tool_input``) only with OTEL_LOG_TOOL_DETAILS=1; Codex always sends ``arguments``.
+CLAUDE_CODE_EVENT_TOOL_DECISION: Final = "claude_code.tool_decision"
+CLAUDE_CODE_EVENT_TOOL_RESULT: Final = "claude_code.tool_result"
+CLAUDE_CODE_TOOL_NAME: Final = "tool_name"
+CLAUDE_CODE_TOOL_USE_ID: Final = "tool_use_id"
+CLAUDE_CODE_TOOL_INPUT: Final = "tool_input"
+CLAUDE_CODE_TOOL_RESULT_BYTES: Final = "tool_result_size_bytes"
+CODEX_EVENT_TOOL_DECISION: Final = "codex.tool_decision"
+CODEX_EVENT_TOOL_RESULT: Final = "codex.tool_result"
+CODEX_CALL_ID: Final = "call_id"
+CODEX_TOOL_ARGUMENTS: Final = "arguments"
+CODEX_TOOL_OUTPUT: Final = "output"
 # --- end of Claude Code's and Codex's keys.
 
 # Marker appended to captured content cut at Settings.content_max_chars.

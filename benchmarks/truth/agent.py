@@ -8,6 +8,17 @@ the first call that sees the compacted context fills in its size.
 Replies (tool names, tool-use ids, output sizes, phase plan) come from one seeded
 generator and output texts from another, so two agents given the same reply seed
 answer alike and differ only in what their tools return.
+
+Tool inputs and rediscovery (docs/concepts.md#rediscovery): every call's input names a
+path of its own (the drawn path with its last three letters replaced by the call's
+number, so the same length and the same tokens as the drawn one), so no call repeats
+another by chance. A compaction that drops tool outputs (a lossy or whole rewrite, a
+server compaction, a prune) makes the agent fetch some of them again: in the
+``REREAD_CALLS`` calls after it, a call of a reading tool (``read_file``, ``grep``,
+``list_files``) repeats the most recent dropped call of the same tool whose input has
+the length of the drawn one (the same tokens again), if there is one not repeated
+already. Extractive summaries (outputs quoted) and failed compactions drop nothing.
+Each repeat is counted on the compaction's truth (``rereads``, ``reread_tokens``).
 """
 
 from __future__ import annotations
@@ -16,7 +27,7 @@ import contextlib
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from benchmarks.truth.model import CallRecord, CompactionTruth
 from benchmarks.truth.phases import PhasePlan
@@ -29,6 +40,11 @@ if TYPE_CHECKING:
     from benchmarks.truth.run import Run
 
 CLEARED = "[cleared]"
+REREAD_CALLS: Final = 20
+"""Calls after a compaction in which the agent fetches again what it dropped."""
+READING_TOOLS: Final = frozenset({"read_file", "grep", "list_files"})
+"""The tools whose dropped outputs are fetched again."""
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
 @dataclass
@@ -40,6 +56,8 @@ class Turn:
     fact: str
     output: str
     result: Item
+    tool: str = ""
+    path: str = ""
 
     @property
     def quoted(self) -> str:
@@ -85,6 +103,12 @@ class Agent:
         self._pending: list[CompactionTruth] = []
         self._force_next = False
         self._paths = [self.text.path() for _ in range(6)]
+        self._owed: list[Turn] = []
+        """Dropped calls of reading tools the agent may fetch again, most recent first."""
+        self._reread_left = 0
+        self._reread: set[tuple[str, str]] = set()
+        """Calls fetched again already (a second repeat would be a habit, not rediscovery)."""
+        self._owner: CompactionTruth | None = None
 
     # ------------------------------------------------------------------ calls
 
@@ -106,7 +130,7 @@ class Agent:
         self._force_next = False
         self.calls += 1
         call_id = f"{self.wire.name[:4]}_{self.ids}_{self.calls:03d}"
-        path = self.replies.choice(self._paths)
+        path = self._input_path(phase.tool, self.replies.choice(self._paths))
         size = self.replies.randint(*self.output_tokens)
         call = ToolCall(phase.tool, {"path": path}, id=call_id)
         self.run.next_reply = Reply(
@@ -127,10 +151,40 @@ class Agent:
         fact = self.text.fact(phase.tool, path)
         output = self.text.output(fact, size)
         result = self.wire.tool_result(call_id, output)
-        self.turns.append(Turn([*answer.items, result], self.calls, fact, output, result))
+        self.turns.append(
+            Turn([*answer.items, result], self.calls, fact, output, result, phase.tool, path)
+        )
+        if (phase.tool, path) in self._reread and self._owner is not None:
+            self._owner.reread_tokens += estimate_tokens(output)
         self.run.calls.append(
             CallRecord(self.name, self.calls, estimate_tokens(output), answer.input_tokens)
         )
+
+    def _input_path(self, tool: str, drawn: str) -> str:
+        """The call's input: a dropped call fetched again, else a path of its own."""
+        if self._reread_left > 0:
+            self._reread_left -= 1
+            for turn in self._owed if tool in READING_TOOLS else ():
+                if turn.tool == tool and len(turn.path) == len(drawn):
+                    self._owed.remove(turn)
+                    self._reread.add((tool, turn.path))
+                    if self._owner is not None:
+                        self._owner.rereads += 1
+                    return turn.path
+        n, code = self.calls, ""
+        for _ in range(3):
+            n, digit = divmod(n, len(_LETTERS))
+            code = _LETTERS[digit] + code
+        return drawn[:-6] + code + drawn[-3:]
+
+    def _dropped(self, turns: list[Turn]) -> None:
+        """A compaction dropped these turns' outputs: the next calls may fetch them again."""
+        self._owner = self.run.truths[-1]
+        self._reread_left = REREAD_CALLS
+        self._owed = [
+            t for t in reversed(turns)
+            if t.tool in READING_TOOLS and (t.tool, t.path) not in self._reread
+        ]  # fmt: skip
 
     @contextlib.contextmanager
     def _scope(self) -> Iterator[None]:
@@ -226,6 +280,7 @@ class Agent:
         self._record(mode, "rewrite", None, kept_turns=len(tail))
         generation = self._summarize(region, carry, quote)
         self.run.truths[-1].generation = generation
+        self._dropped([] if quote else region)
         self.head = [self.task_item, self.wire.user(str(self.summary))]
         self.turns = tail
         if grow > 0:
@@ -237,6 +292,7 @@ class Agent:
         """The whole history, task included, replaced by one summary message."""
         self._record("lossy", "whole", None)
         self.run.truths[-1].generation = self._summarize(self.turns, carry)
+        self._dropped(self.turns)
         self.head = [self.wire.user(str(self.summary))]
         self.turns = []
 
@@ -248,6 +304,7 @@ class Agent:
         if not targets:
             return
         self._record("prune", "clear", None, style=None)
+        self._dropped(targets)
         for turn in targets:
             text = _output_of(turn.result, key)
             _set_output(turn.result, key, text[: len(text) // 4] if shorten else CLEARED)
@@ -269,6 +326,8 @@ class Agent:
             self.run.last_server_call[self.name] = self.calls + 1
         self.step(server_summary=text)
         self.run.fail_next = False
+        # Dropped from the call after the one that compacted (the first to see the summary).
+        self._dropped([] if failed else since)
 
 
 def _output_of(result: Item, key: str) -> str:

@@ -83,7 +83,23 @@ def run_one(name: str, index: int, seed: int) -> dict[str, Any]:
             for c in observed.compactions
         ],
         "conversations": len(set(observed.conversations)),
+        "rediscovery": rediscovery_rows(run, observed),
+        "baselines": list(observed.baselines),
     }
+
+
+def rediscovery_rows(run: Run, observed: Observed) -> list[list[Any]]:
+    """Per compaction with a rediscovery span: [flagged boundary, calls, tokens measured,
+    the calls and tokens the agent was scripted to redo]."""
+    truths = {(t.agent, t.turn): t for t in run.truths}
+    rows: list[list[Any]] = []
+    for c in observed.compactions:
+        if c.rediscovery is None:
+            continue
+        truth = truths.get((c.agent or "", c.turn))
+        scripted = (truth.rereads, truth.reread_tokens) if truth is not None else (None, None)
+        rows.append(["boundary_compaction" in c.findings, *c.rediscovery, *scripted])
+    return rows
 
 
 def _truth_json(t: Any) -> dict[str, Any]:

@@ -37,6 +37,8 @@ class CompactionTruth:
         boundary: the phase truth at the moment (``PhasePlan.boundary``).
         window: the model's context window of the run.
         kept_turns: turns kept verbatim.
+        rereads: dropped calls the agent made again after it (``truth_agent``: rediscovery).
+        reread_tokens: the tokens of their outputs.
     """
 
     agent: str
@@ -55,6 +57,8 @@ class CompactionTruth:
     boundary: bool | None = None
     expected: dict[str, bool | None] = field(default_factory=dict)
     """Each detector's truth on this compaction, filled by ``benchmarks.truth.rules.expect``."""
+    rereads: int = 0
+    reread_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +83,8 @@ class ObservedCompaction:
     tokens_after: int | None
     compaction_id: str
     findings: frozenset[str]
+    rediscovery: tuple[int, int] | None = None
+    """Calls and tokens its ``compaction.rediscovery`` span measured (None: no span)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,3 +96,6 @@ class Observed:
     """The conversation id of each call, in call order."""
     errors: tuple[str, ...] = ()
     """Problems of the harness itself (a span count that does not match the calls)."""
+    baselines: tuple[float, ...] = ()
+    """Each conversation's rediscovery baseline (mean tokens at its ordinary points), where
+    its rediscovery spans give one."""

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.truth.limits import KNOWN_LIMITS, reason_for
+from benchmarks.truth.rediscovery import rediscovery_lines
 from benchmarks.truth.rules import KINDS
 from benchmarks.truth.score import ATTRIBUTES, Tally
 
@@ -121,8 +122,9 @@ def render(summary: dict[str, Any], results: dict[str, Any]) -> str:
         "\n".join(_limits(summary)),
         "\n".join(_determinism(summary, results)),
         "\n".join(_calibration(results.get("calibration") or [])),
+        "\n".join(rediscovery_lines(results["runs"])),
     ]
-    return "\n\n".join([BEGIN, *parts, END])
+    return "\n\n".join([BEGIN, *[p for p in parts if p], END])
 
 
 VARIATION_OUTCOMES = ("found", "mode", "generation", "conversation", "boundary_compaction")

@@ -206,6 +206,7 @@ def observe(cap: Capture, run: Run) -> Observed:
     kinds: dict[str, set[str]] = {}
     for finding in cap.findings:
         kinds.setdefault(finding.compaction_id, set()).add(str(finding.kind))
+    redone, baselines = _rediscovery(cap)
     found = []
     for span in cap.spans_named(sc.SPAN_COMPACTION):
         index = by_span.get(span.parent.span_id) if span.parent is not None else None
@@ -223,9 +224,27 @@ def observe(cap: Capture, run: Run) -> Observed:
                 tokens_after=None if after is None else int(after),
                 compaction_id=cid,
                 findings=frozenset(kinds.get(cid, ())),
+                rediscovery=redone.get(cid),
             )
         )
-    return Observed(tuple(found), conversations, tuple(errors))
+    return Observed(tuple(found), conversations, tuple(errors), baselines)
+
+
+def _rediscovery(cap: Capture) -> tuple[dict[str, tuple[int, int]], tuple[float, ...]]:
+    """Each compaction's rediscovery (calls, tokens) from its span, and each conversation's
+    baseline (the last its spans gave)."""
+    redone: dict[str, tuple[int, int]] = {}
+    baselines: dict[str, float] = {}
+    for span in cap.spans_named(sc.SPAN_REDISCOVERY):
+        cid = str(_attr(span, sc.COMPACTION_ID))
+        redone[cid] = (
+            int(_attr(span, sc.REDISCOVERY_CALLS)),
+            int(_attr(span, sc.REDISCOVERY_TOKENS)),
+        )
+        base = _attr(span, sc.REDISCOVERY_BASELINE_TOKENS)
+        if base is not None:
+            baselines[str(_attr(span, sc.CONVERSATION_ID))] = float(base)
+    return redone, tuple(baselines[k] for k in sorted(baselines))
 
 
 def _attr(span: Any, key: str) -> Any:

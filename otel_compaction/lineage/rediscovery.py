@@ -28,6 +28,13 @@ of its result, read on the next turn (``TurnObservation.tool_output_tokens``, in
 the order of the calls); when the results cannot be paired with the calls, the
 calls still count and their tokens do not.
 
+A source that learns a response's calls only with the next request (an agent's own log
+events: each call's ``tool_result`` comes after the ``api_request`` of the response that
+asked for it) marks their key texts late (``late_key_text``): the tracker counts them as
+calls of the previous turn, with the results that come with them, before it closes or
+opens anything on this one, so the calls of the last response before a compaction stay
+calls made before it.
+
 Baseline points are the turns that are multiples of ``horizon`` with no
 compaction horizon open; a baseline horizon into which a compaction falls is
 dropped. Memory is bounded in bytes: the ``MAX_KEYS`` most recently first-seen keys
@@ -64,6 +71,15 @@ TOP_TOOLS: Final = 3
 
 Key = tuple[int, int | None]
 """A call's key and the key of the path its input names (None when none)."""
+
+LATE_MARK: Final = "<"
+"""Prefix of a key text whose call the previous response asked for (``late_key_text``)."""
+
+
+class LateKey(tuple[int, int | None]):
+    """The key of a call the previous turn's response asked for, known one turn late."""
+
+    __slots__ = ()
 
 
 def _hash(text: str) -> int:
@@ -107,13 +123,23 @@ def key_text(name: str, arguments: str | None) -> str | None:
     return f"{key:016x}" if path is None else f"{key:016x}:{path:016x}"
 
 
+def late_key_text(name: str, arguments: str | None) -> str:
+    """The key text of a call the previous turn's response asked for, learnt with this turn
+    (``LATE_MARK`` and its ``key_text``); an empty string when its input is unknown."""
+    text = key_text(name, arguments)
+    return "" if text is None else LATE_MARK + text
+
+
 def parse_key_text(text: str) -> tuple[int, int | None] | None:
-    """The key and path key of a ``key_text``; None for a malformed one."""
-    head, _, tail = text.partition(":")
+    """The key and path key of a ``key_text`` (a ``LateKey`` for a ``late_key_text``);
+    None for a malformed one."""
+    late = text.startswith(LATE_MARK)
+    head, _, tail = text.removeprefix(LATE_MARK).partition(":")
     try:
-        return int(head, 16), (int(tail, 16) if tail else None)
+        key = int(head, 16), (int(tail, 16) if tail else None)
     except ValueError:
         return None
+    return LateKey(key) if late else key
 
 
 def resolve_keys(
@@ -237,7 +263,11 @@ class RediscoveryTracker:
     ) -> tuple[Rediscovery, ...]:
         """One call: the results of the last call's tools, then this call's tools (their
         names and keys, ``resolve_keys``). Returns the horizons it closed (compactions' and
-        baseline points' alike)."""
+        baseline points' alike). Late keys (``LateKey``) are the previous turn's calls, with
+        ``result_tokens`` their own results."""
+        if any(isinstance(k, LateKey) for k in keys):
+            self._late(turn - 1, calls, keys, result_tokens)
+            calls, keys, result_tokens = (), (), ()
         self._pair(result_tokens)
         closed = tuple(h.close(end) for h, end in self._closing)
         self._closing = []
@@ -254,6 +284,20 @@ class RediscoveryTracker:
         closed += self._close(lambda h: True, turn + 1, keep_baseline=False)
         self._closing, self._pending = [], []
         return closed
+
+    def _late(
+        self, turn: int, calls: Sequence[str], keys: Sequence[Key | None], tokens: Sequence[int]
+    ) -> None:
+        """The previous turn's calls and their results, counted in the horizons that turn
+        was in (those a compaction since is closing among them), never in one opened since."""
+        opened = [h for h in self._horizons if h.start > turn]
+        then = [h for h in self._horizons if h.start <= turn]
+        self._horizons = then + [h for h, _ in self._closing if h.start <= turn]
+        known = (list(keys) + [None] * len(calls))[: len(calls)]
+        self._pending = [self._call(turn, n, k) for n, k in zip(calls, known, strict=True)]
+        self._horizons = then + opened
+        self._pair(tokens)
+        self._pending = []
 
     def _pair(self, result_tokens: Sequence[int]) -> None:
         pending = self._pending

@@ -18,6 +18,9 @@ and Codex telemetry"):
 * ``codex.sse_event`` with ``event.kind = response.completed``: a turn, context =
   ``input_token_count`` (cached tokens included); one with no output at all is the
   warm-up request Codex sends at start-up, not a turn. Codex reports no compaction.
+* the tool events (``tool_decision``, ``tool_result``, Claude Code's and Codex's), given an
+  :class:`~otel_compaction.otlp.agent_tools.AgentTools`: held, and handed to the next
+  turn as the calls of the response before it, for rediscovery (that module says how).
 
 The event name is whichever of ``LogRecord.event_name``, the ``event.name``
 attribute and a string body names one of these events (Claude Code sends the full
@@ -33,6 +36,7 @@ only a re-sent record is dropped as a duplicate.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections.abc import Iterator, Mapping
@@ -41,6 +45,8 @@ from typing import Any
 from otel_compaction import semconv as sc
 from otel_compaction._count import as_count
 from otel_compaction.model import CompactionObservation, SummarizerCost, TurnObservation
+from otel_compaction.otlp import agent_tools
+from otel_compaction.otlp.agent_tools import AgentTools
 from otel_compaction.otlp.decode import Signal
 from otel_compaction.otlp.extract import Item, ItemKind, pick
 from otel_compaction.otlp.values import AttrValue, as_str, as_word
@@ -70,15 +76,17 @@ _KEYS = frozenset(
         sc.CODEX_INPUT_TOKENS,
         sc.CODEX_OUTPUT_TOKENS,
         sc.CODEX_CACHED_TOKENS,
+        *agent_tools.KEYS,
     }
 )
 _CC_COMPACTION = {sc.CLAUDE_CODE_EVENT_COMPACTION, sc.CLAUDE_CODE_EVENT_COMPACTION.split(".")[1]}
 _CC_API_REQUEST = {sc.CLAUDE_CODE_EVENT_API_REQUEST, sc.CLAUDE_CODE_EVENT_API_REQUEST.split(".")[1]}
-_NAMES = frozenset({*_CC_COMPACTION, *_CC_API_REQUEST, sc.CODEX_EVENT_SSE})
+_NAMES = frozenset({*_CC_COMPACTION, *_CC_API_REQUEST, sc.CODEX_EVENT_SSE, *agent_tools.NAMES})
 
 
-def logs_to_items(request: Any) -> Iterator[Item]:
-    """Every engine input in an ``ExportLogsServiceRequest``, in request order."""
+def logs_to_items(request: Any, tools: AgentTools | None = None) -> Iterator[Item]:
+    """Every engine input in an ``ExportLogsServiceRequest``, in request order; with
+    ``tools``, the turns carry the tool calls of the responses before them."""
     for rl in request.resource_logs:
         resource = None
         for sl in rl.scope_logs:
@@ -88,7 +96,7 @@ def logs_to_items(request: Any) -> Iterator[Item]:
                     continue
                 if resource is None:
                     resource = pick(rl.resource.attributes, _KEYS)
-                item = log_to_item(record, name, resource)
+                item = log_to_item(record, name, resource, tools)
                 if item is not None:
                     yield item
 
@@ -110,8 +118,11 @@ def _event_name(record: Any) -> str | None:
     return None
 
 
-def log_to_item(record: Any, name: str, resource: Mapping[str, AttrValue]) -> Item | None:
-    """The engine input of one agent log event, or None when it is none."""
+def log_to_item(
+    record: Any, name: str, resource: Mapping[str, AttrValue], tools: AgentTools | None = None
+) -> Item | None:
+    """The engine input of one agent log event, or None when it is none (a tool event is
+    held by ``tools``, and read by none without)."""
     attrs = {**resource, **pick(record.attributes, _KEYS)}
     key = (
         as_str(attrs.get(sc.CONVERSATION_ID))
@@ -122,10 +133,16 @@ def log_to_item(record: Any, name: str, resource: Mapping[str, AttrValue]) -> It
     )
     if key is None:
         return None
+    if name in agent_tools.NAMES:
+        if tools is not None:
+            tools.observe(key, name, attrs)
+        return None
     time_ns = record.time_unix_nano or record.observed_time_unix_nano
     if name == sc.CODEX_EVENT_SSE:
         turn = _codex_turn(attrs, time_ns)
-        return None if turn is None else _item(record, key, name, time_ns, ItemKind.TURN, turn)
+        if turn is None:
+            return None
+        return _item(record, key, name, time_ns, ItemKind.TURN, _with_calls(turn, key, tools, True))
     if name in _CC_COMPACTION:
         item = _item(record, key, name, time_ns, ItemKind.COMPACTION)
         compaction_id = derived_compaction_id(key, time_ns, _sequence(record), record)
@@ -145,7 +162,19 @@ def log_to_item(record: Any, name: str, resource: Mapping[str, AttrValue]) -> It
         model=as_word(attrs.get(sc.CLAUDE_CODE_MODEL)),
         timestamp=time_ns / 1e9 or None,
     )
-    return _item(record, key, name, time_ns, ItemKind.TURN, turn)
+    return _item(record, key, name, time_ns, ItemKind.TURN, _with_calls(turn, key, tools, False))
+
+
+def _with_calls(
+    turn: TurnObservation, key: str, tools: AgentTools | None, codex: bool
+) -> TurnObservation:
+    """The turn with the tool calls of the response before it, when ``tools`` holds any."""
+    if tools is None:
+        return turn
+    names, keys, tokens = tools.turn(key, codex=codex)
+    if not names:
+        return turn
+    return dataclasses.replace(turn, tool_calls=names, tool_keys=keys, tool_output_tokens=tokens)
 
 
 def is_agent_call(query_source: str | None) -> bool:

@@ -165,6 +165,57 @@ def _part_types(attrs: Mapping[str, bytes]) -> list[str]:
     return out
 
 
+def tool_calls(attrs: Mapping[str, bytes]) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
+    """The tool calls the response asked for (``tool_call`` parts of
+    ``gen_ai.output.messages``): their names and inputs as JSON text (None when a call
+    records none), for rediscovery's keys (``lineage.rediscovery.call_key``) and the
+    phase; empty when the output was not captured."""
+    parsed = json_value(attrs.get(sc.GEN_AI_OUTPUT_MESSAGES))
+    names: list[str] = []
+    arguments: list[str | None] = []
+    for part in _parts(parsed):
+        name = part.get("name")
+        if part.get("type") != "tool_call" or not isinstance(name, str) or not name:
+            continue
+        names.append(name)
+        value = part.get("arguments")
+        if value is None or isinstance(value, str):
+            arguments.append(value)
+        else:
+            arguments.append(json.dumps(value, sort_keys=True, default=str))
+    return tuple(names), tuple(arguments)
+
+
+def tool_result_chars(attrs: Mapping[str, bytes]) -> tuple[int, ...]:
+    """The size in characters of each tool result new in the request (the
+    ``tool_call_response`` parts after its last assistant message), oldest first."""
+    parsed = json_value(attrs.get(sc.GEN_AI_INPUT_MESSAGES))
+    if not isinstance(parsed, list):
+        return ()
+    last = max((i for i, m in enumerate(parsed) if _role(m) == "assistant"), default=-1)
+    return tuple(
+        len(_part_text(part))
+        for part in _parts(parsed[last + 1 :])
+        if part.get("type") == "tool_call_response"
+    )
+
+
+def _role(message: Any) -> str | None:
+    return message.get("role") if isinstance(message, dict) else None
+
+
+def _parts(messages: Any) -> list[Mapping[str, Any]]:
+    """Every part of every message of a ``gen_ai.*.messages`` value, in order."""
+    if not isinstance(messages, list):
+        return []
+    out: list[Mapping[str, Any]] = []
+    for message in messages:
+        parts = message.get("parts") if isinstance(message, dict) else None
+        if isinstance(parts, list):
+            out += [p for p in parts if isinstance(p, dict)]
+    return out
+
+
 # ----------------------------------------------------------------------- LiteLLM
 
 _USAGE_FIGURE = re.compile(r"'(prompt_tokens|input_tokens|cache_read_input_tokens|"

@@ -38,7 +38,12 @@ from otel_compaction.model import (
     SummarizerCost,
     TurnObservation,
 )
-from otel_compaction.otlp.content import litellm_primary_spans, raw_request_tokens
+from otel_compaction.otlp.content import (
+    litellm_primary_spans,
+    raw_request_tokens,
+    tool_calls,
+    tool_result_chars,
+)
 from otel_compaction.otlp.decode import Signal
 from otel_compaction.otlp.dialects import CallFacts, count_unread, input_tokens, read_call
 from otel_compaction.otlp.spanview import Position, parse_trace_view
@@ -59,6 +64,7 @@ from otel_compaction.otlp.values import (
     word_of,
 )
 from otel_compaction.semconv import FLAG_KEYS, CompactionMode, CompactionSource, PhaseSource
+from otel_compaction.signals.tokens import tokens_for_chars
 
 
 class ItemKind(enum.IntEnum):
@@ -329,12 +335,16 @@ def _call_item(
     window = window_of(attrs.get(sc.CONTEXT_WINDOW))
     if model_windows and facts.model in model_windows:
         window = None
+    names, arguments = tool_calls(attrs)  # captured content only: rediscovery, the phase
     item.turn = TurnObservation(
         context_tokens=tokens,
         model=facts.model,
         window=window if window and window > 0 else None,
         timestamp=item.time_ns / 1e9 or None,
         cache_read_tokens=int_of(attrs.get(sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)),
+        tool_calls=names,
+        tool_arguments=arguments,
+        tool_output_tokens=tuple(map(tokens_for_chars, tool_result_chars(attrs))),
     )
     item.call = facts
     return item

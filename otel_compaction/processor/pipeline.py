@@ -48,6 +48,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from otel_compaction._bounded import BoundedMap
 from otel_compaction.model import CompactionAnalysis, Finding, TurnAnalysis
 from otel_compaction.otlp.agent_events import logs_to_items
+from otel_compaction.otlp.agent_tools import AgentTools
 from otel_compaction.otlp.decode import DecodeError, Signal, item_count, parse_protobuf
 from otel_compaction.otlp.extract import Item, span_items
 from otel_compaction.otlp.spanview import splice_spans
@@ -157,6 +158,8 @@ class Pipeline:
             MAX_UNSETTLED
         )
         self._rediscoveries: list[RediscoveryContext] = []
+        # The agents' tool events, held for the next turn of their conversation (rediscovery).
+        self._agent_tools = AgentTools(self.settings.max_conversations)
         self._release_failing = False
         self._watch = None if queue is None else QueueWatch(queue, clock, self._dropped_unwritable)
 
@@ -209,7 +212,7 @@ class Pipeline:
             windows = self.settings.model_windows
             return span_items(request, windows, data=data, targets=self.enrich)
         if signal is Signal.LOGS:
-            items = list(logs_to_items(request))
+            items = list(logs_to_items(request, self._agent_tools))
             if not self.enrich:
                 for item in items:
                     item.target = None

@@ -25,6 +25,7 @@ from otel_compaction.model import (
     TurnAnalysis,
 )
 from otel_compaction.otlp.agent_events import logs_to_items
+from otel_compaction.otlp.agent_tools import AgentTools
 from otel_compaction.otlp.decode import Signal
 from otel_compaction.otlp.extract import Item, spans_to_items
 from otel_compaction.otlp.state import Applied, ConversationState
@@ -232,6 +233,7 @@ class _Run:
         self.builder = ReportBuilder()
         self.replayer = Replayer(ConversationRegistry(settings))
         self.otlp = ConversationState(settings, window=0.0)
+        self.agent_tools = AgentTools(settings.max_conversations)
         self.unique = UniqueConversations()
         self.ledger = RecordLedger()
 
@@ -280,7 +282,7 @@ class _Run:
         for request in read_otlp_requests(path, self.diagnostics, self.progress, Signal.LOGS):
             for resource_logs in request.resource_logs:
                 agent = _service_name(resource_logs)
-                for item in logs_to_items(_OneResource(resource_logs)):
+                for item in logs_to_items(_OneResource(resource_logs), self.agent_tools):
                     self.builder.announce(
                         ConversationInfo(item.conversation_id, agent=agent, source=str(path))
                     )

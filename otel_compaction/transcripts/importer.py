@@ -20,6 +20,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
+from otel_compaction.model import TurnAnalysis
 from otel_compaction.semconv import SCHEMA_URL
 from otel_compaction.transcripts import read_transcript
 from otel_compaction.transcripts.detect import Format, detect_format
@@ -126,6 +127,7 @@ def import_files(
             _import_file(path, replayer, unique, writer, result, diagnostics, progress)
         for settled in replayer.registry.finish():
             writer.settle(settled)
+        _finish_rediscovery(replayer.registry, writer)
     finally:
         writer.close()
         provider.shutdown()
@@ -134,6 +136,26 @@ def import_files(
     result.spans_exported += processor.exported
     result.spans_failed += processor.failed
     return result
+
+
+def _rediscovered(
+    registry: ConversationRegistry, writer: SpanWriter, conversation_id: str, turn: TurnAnalysis
+) -> None:
+    """The rediscovery spans of the horizons a call closed (as the instrumentation does)."""
+    analyzer = registry.peek(conversation_id)
+    baseline = analyzer.rediscovery_baseline if analyzer is not None else None
+    writer.rediscovered(conversation_id, turn.rediscovered, baseline)
+
+
+def _finish_rediscovery(registry: ConversationRegistry, writer: SpanWriter) -> None:
+    """The end of input: every horizon still open, cut short (``close_rediscovery`` at exit)."""
+    for conversation_id in registry.ids():
+        analyzer = registry.peek(conversation_id)
+        if analyzer is None:
+            continue
+        results = analyzer.finish_rediscovery()
+        if results:
+            writer.rediscovered(conversation_id, results, analyzer.rediscovery_baseline)
 
 
 def _replayed(path: Path, replay: Replay, result: ImportResult) -> bool:
@@ -184,7 +206,10 @@ def _import_file(
             result.conversations += isinstance(event, ConversationInfo)
             result.turns += isinstance(event, TurnEvent)
             result.compactions += isinstance(event, CompactionEvent)
-            writer.write(replayer.feed(event))
+            step = replayer.feed(event)
+            writer.write(step)
+            if step.turn is not None and step.turn.rediscovered:
+                _rediscovered(replayer.registry, writer, event.conversation_id, step.turn)
         result.files += 1
     except TranscriptError as exc:
         result.errors.append(exc)

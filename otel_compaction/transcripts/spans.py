@@ -6,7 +6,9 @@ and the ``compaction.*`` signals) and a ``compaction`` span per compaction
 (kind INTERNAL, linked to its lineage parent's span; status ERROR when its
 summary step failed). A finding about a compaction whose span is written already
 (one the next compaction judged again, ``hindsight``) is a ``compaction.finding``
-span linked to it, as the live instrumentation emits it. Attributes come from the
+span linked to it, as the live instrumentation emits it, and so is what a compaction's
+rediscovery horizon measured (a ``compaction.rediscovery`` span under the compaction's,
+when the horizon closes or the input ends). Attributes come from the
 same ``emit.attributes`` builders as the live spans, plus the raw inputs the
 processor needs to recompute every verdict (new content, tool calls and their
 categories, tool output sizes).
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Tracer
+from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanKind, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from otel_compaction import semconv as sc
@@ -27,11 +29,17 @@ from otel_compaction.emit.attributes import (
     compaction_attributes,
     compaction_status,
     finding_attributes,
+    rediscovery_attributes,
     transition_event_attributes,
     truncate_content,
     turn_attributes,
 )
-from otel_compaction.model import CompactionAnalysis, TurnAnalysis
+from otel_compaction.model import (
+    CompactionAnalysis,
+    Rediscovery,
+    RediscoveryBaseline,
+    TurnAnalysis,
+)
 from otel_compaction.signals.tools import ToolCategorizer
 from otel_compaction.transcripts.events import (
     CompactionEvent,
@@ -92,6 +100,35 @@ class SpanWriter:
     def settle(self, settled: CompactionAnalysis) -> None:
         """Write a pending compaction with what the end of input added (no call followed)."""
         self._flush(self._state(settled.record.conversation_id), settled)
+
+    def rediscovered(
+        self,
+        conversation_id: str,
+        results: tuple[Rediscovery, ...],
+        baseline: RediscoveryBaseline | None,
+    ) -> None:
+        """What compactions' rediscovery horizons measured, as the live instrumentation emits
+        it: a ``compaction.rediscovery`` span each, a child of the compaction's span and
+        linked to it, at the time of the call that closed the horizon."""
+        state = self._state(conversation_id)
+        for result in results:
+            compaction = state.spans.get(result.compaction_id or "")
+            start_ns, _ = self._times(state, None, None)
+            context = (
+                trace.set_span_in_context(NonRecordingSpan(compaction))
+                if compaction is not None
+                else self._parent(state, start_ns)
+            )
+            span = self._tracer.start_span(
+                sc.SPAN_REDISCOVERY,
+                context=context,
+                kind=SpanKind.INTERNAL,
+                attributes=rediscovery_attributes(conversation_id, result, baseline),
+                links=[Link(compaction)] if compaction is not None else None,
+                start_time=start_ns,
+            )
+            span.end(end_time=start_ns)
+            self.spans_written += 1
 
     def close(self) -> None:
         """End every conversation's root span (at its last child's end)."""

@@ -110,7 +110,7 @@ def test_import_over_otlp_http(
         main(["import", str(TESTDATA / "claude_livelock.jsonl"), "--otlp-endpoint", endpoint]) == 0
     )
     received = sum(collector.spans)  # type: ignore[attr-defined]
-    assert received == 93 + 11 + 1
+    assert received == 93 + 11 + 11 + 1  # turns, compactions, their rediscovery, the root
     assert f"{received} spans written to {endpoint}" in capsys.readouterr().err
 
 

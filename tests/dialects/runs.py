@@ -88,9 +88,11 @@ def run_agent(
     growing: bool = False,
     cache_share: float = 0.0,
     extra: dict[str, Any] | None = None,
+    server: Server | None = None,
 ) -> tuple[bytes, Server]:
-    """Run the driver under ``instrumentation`` (in ``venv``); the OTLP request it wrote."""
-    server = Server(growing=growing, cache_share=cache_share)
+    """Run the driver under ``instrumentation`` (in ``venv``); the OTLP request it wrote
+    (``server``: another script for the fake model than ``Server``'s)."""
+    server = server or Server(growing=growing, cache_share=cache_share)
     api_fake = FakeLLMAPI(server.reply)
     out = tmp / f"{instrumentation}-{variant}-{int(capture)}.pb"
     python = framework_python(venv)

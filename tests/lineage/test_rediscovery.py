@@ -13,6 +13,7 @@ from otel_compaction.lineage.rediscovery import (
     RediscoveryTracker,
     call_key,
     key_text,
+    late_key_text,
     parse_key_text,
     resolve_keys,
 )
@@ -247,6 +248,95 @@ def test_rediscovery_is_never_negative_nor_counts_calls_outside_its_horizon(
         assert 0 <= result.calls <= covered
         assert result.tokens >= 0
         assert 0 <= result.turns <= result.horizon_turns <= horizon
+
+
+_EVERY_CALL = (
+    ("Read", '{"file_path":"a"}'),
+    ("Read", '{"file_path":"b"}'),
+    ("Bash", '{"command":"x"}'),
+)
+
+
+def _measure(steps: list[object], horizon: int, cut: int | None = None) -> list[Rediscovery]:
+    """The results of ``steps``; from turn ``cut`` on, every turn repeats every call."""
+    run = Run(horizon)
+    for step in steps:
+        if step == "compact":
+            run.compact(f"c{run.turn}")
+            continue
+        assert isinstance(step, list)
+        late = cut is not None and run.turn + 1 >= cut
+        run.call(*(_EVERY_CALL if late else step))
+    return run.end()
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=steps, horizon=st.integers(1, 6), cut=st.integers(1, 40))
+def test_calls_after_a_horizon_never_change_what_it_measured(
+    steps: list[object], horizon: int, cut: int
+) -> None:
+    """A horizon that ended by turn ``cut`` measures the same whatever the calls from then on
+    (here: all repeats), so no call after its own horizon is ever counted."""
+
+    def ended(results: list[Rediscovery]) -> list[Rediscovery]:
+        done = [r for r in results if r.start_turn + r.horizon_turns <= cut]
+        return sorted(done, key=lambda r: (r.start_turn, r.compaction_id or ""))
+
+    assert ended(_measure(steps, horizon, cut)) == ended(_measure(steps, horizon))
+
+
+class LateRun(Run):
+    """Feeds each turn's calls with the next turn, late-marked, with their results (as an
+    agent's own log events give them)."""
+
+    def __init__(self, horizon: int = 5) -> None:
+        super().__init__(horizon)
+        self._last: tuple[tuple[str, str | None], ...] = ()
+
+    def call(self, *calls: tuple[str, str | None], result_tokens: int = 100) -> None:
+        """One turn; the calls of the turn before it come with it."""
+        self.turn += 1
+        names = tuple(c[0] for c in self._last)
+        texts = tuple(late_key_text(n, a) for n, a in self._last)
+        keys = resolve_keys(names, (), texts)
+        tokens = tuple(result_tokens for _ in self._last)
+        self.closed += self.tracker.observe_turn(self.turn, names, keys, tokens)
+        self._last = calls
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=steps, horizon=st.integers(1, 6))
+def test_calls_learnt_one_turn_late_measure_what_calls_on_time_measure(
+    steps: list[object], horizon: int
+) -> None:
+    """A source that learns each response's calls with the next request (late key texts)
+    measures every horizon and the baseline as a source that knows them on time."""
+    runs: list[Run] = [Run(horizon), LateRun(horizon)]
+    for run in runs:
+        for step in [*steps, []]:
+            if step == "compact":
+                run.compact(f"c{run.turn}")
+                continue
+            assert isinstance(step, list)
+            run.call(*step)
+    on_time, late = runs
+    assert late.end() == on_time.end()
+    assert late.tracker.baseline == on_time.tracker.baseline
+
+
+def test_the_last_calls_before_a_compaction_learnt_late_are_calls_before_it() -> None:
+    """Calls of the response just before a compaction, learnt with the first request after
+    it, are re-read work when repeated after it, and never rediscovery themselves."""
+    run = LateRun(horizon=5)
+    run.call(read("a"))
+    run.call(read("b"))  # brings read a; read b is learnt next turn, after the compaction
+    run.compact("c1")
+    run.call(read("a"))  # brings read b (before c1): a repeat of nothing after the point
+    run.call()  # brings read a: made before c1, so redone
+    run.call(read("b"))
+    run.call()
+    (result,) = run.end()
+    assert (result.calls, result.tokens) == (2, 200)
 
 
 def _turn(*calls: tuple[str, str | None], outputs: tuple[int, ...] = ()) -> TurnObservation:

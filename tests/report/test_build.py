@@ -62,7 +62,7 @@ def test_conversation_split_over_files_is_put_back_in_order(tmp_path: Path) -> N
     (line,) = whole.read_text(encoding="utf-8").splitlines()
     request = json.loads(line)
     spans = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
-    assert len(spans) == 93 + 11 + 1
+    assert len(spans) == 93 + 11 + 11 + 1  # turns, compactions, their rediscovery, the root
     early, late = tmp_path / "early.jsonl", tmp_path / "late.jsonl"
     for path, part in ((early, spans[: len(spans) // 2]), (late, spans[len(spans) // 2 :])):
         request["resourceSpans"][0]["scopeSpans"][0]["spans"] = part

@@ -7,8 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from otel_compaction import semconv as sc
 from otel_compaction.cli import main
+from otel_compaction.config import Settings
+from otel_compaction.transcripts.importer import import_files
+from tests.attributes import attr_str
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -63,3 +68,29 @@ def test_the_html_report_shows_the_ledger(tmp_path: Path) -> None:
     html = out.read_text()
     assert "<h2>Compaction ledger</h2>" in html
     assert "20,718" in html
+
+
+def test_import_emits_each_compactions_rediscovery_span_under_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``otel-compaction import`` writes one ``compaction.rediscovery`` span per compaction, a
+    child of its compaction span and linked to it, with the figures ``analyze`` reports."""
+    path = DATA / "real-sessions" / "aistrad-dd09f641-3x.jsonl"
+    exporter = InMemorySpanExporter()
+    assert not import_files([path], exporter, Settings()).errors
+    spans = exporter.get_finished_spans()
+    compactions = {attr_str(s, sc.COMPACTION_ID): s for s in spans if s.name == sc.SPAN_COMPACTION}
+    found = [s for s in spans if s.name == sc.SPAN_REDISCOVERY]
+    rows = ledger(capsys, path)
+    assert [(s.attributes or {})[sc.REDISCOVERY_CALLS] for s in found] == [
+        r["rediscovery"]["calls"] for r in rows
+    ]
+    assert [(s.attributes or {})[sc.REDISCOVERY_TOKENS] for s in found] == [
+        r["rediscovery"]["tokens"] for r in rows
+    ]
+    assert (found[0].attributes or {})[sc.REDISCOVERY_TOKENS] == 20_718
+    for span in found:
+        compaction = compactions[attr_str(span, sc.COMPACTION_ID)]
+        assert span.parent is not None
+        assert span.parent.span_id == compaction.context.span_id
+        assert [link.context.span_id for link in span.links] == [compaction.context.span_id]
