@@ -41,9 +41,9 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from otel_compaction._bounded import BoundedMap
 from otel_compaction.config import Settings
@@ -134,6 +134,26 @@ class ConversationAnalyzer:
         "settings",
     )
 
+    STATE_FIELDS: ClassVar = (
+        "compacted_pending",
+        "first",
+        "fixed",
+        "floor",
+        "judged_ineffective",
+        "lineage",
+        "livelocked",
+        "phase_known",
+        "phase_since",
+        "phase_tracker",
+        "pressure_tracker",
+        "rediscovery",
+        "summarizer",
+        "turn_index",
+        "unsettled",
+    )
+    """The names of :meth:`state`'s values: everything but the id, the idle clock and what
+    the constructor derives (settings, detectors, clock, listener, lock)."""
+
     def __init__(
         self,
         conversation_id: str,
@@ -175,6 +195,52 @@ class ConversationAnalyzer:
         self.last_seen = clock()
 
     # ----------------------------------------------------------------- state
+
+    def state(self) -> dict[str, Any]:
+        """What the analyzer knows of its conversation, as plain values (its trackers' as
+        their own ``state()``): a processor's snapshot writes it, :meth:`restore` takes it."""
+        with self._lock:
+            rediscovery = self._rediscovery
+            return {
+                "compacted_pending": self._compacted_pending,
+                "first": self._first,
+                "fixed": self._fixed,
+                "floor": self._floor,
+                "judged_ineffective": self._judged_ineffective,
+                "lineage": self._lineage.state(),
+                "livelocked": self._livelocked,
+                "phase_known": self._phase_known,
+                "phase_since": self._phase_since,
+                "phase_tracker": self._phase_tracker.state(),
+                "pressure_tracker": self._pressure_tracker.state(),
+                "rediscovery": None if rediscovery is None else rediscovery.state(),
+                "summarizer": self._summarizer,
+                "turn_index": self._turn_index,
+                "unsettled": self._unsettled,
+            }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Take what :meth:`state` returned, on an analyzer of the same id and settings
+        (``KeyError``, ``TypeError`` or ``ValueError`` for a state that is not one)."""
+        with self._lock:
+            self._lineage.restore(state["lineage"])
+            self._phase_tracker.restore(state["phase_tracker"])
+            self._pressure_tracker.restore(state["pressure_tracker"])
+            found = state["rediscovery"]
+            tracker = None
+            if found is not None:
+                tracker = RediscoveryTracker(self.settings.rediscovery_horizon)
+                tracker.restore(found)
+            self._rediscovery = tracker
+            self._compacted_pending, self._first, self._fixed, self._floor = (
+                state["compacted_pending"], state["first"], state["fixed"], state["floor"]
+            )  # fmt: skip
+            self._judged_ineffective, self._livelocked = (
+                state["judged_ineffective"], state["livelocked"]
+            )  # fmt: skip
+            self._phase_known, self._phase_since = state["phase_known"], state["phase_since"]
+            self._summarizer, self._turn_index = state["summarizer"], state["turn_index"]
+            self._unsettled = state["unsettled"]
 
     @property
     def turn_index(self) -> int:

@@ -42,9 +42,9 @@ import bisect
 import hashlib
 import json
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, ClassVar, Final
 
 from otel_compaction.model import Rediscovery, RediscoveryBaseline
 
@@ -187,6 +187,19 @@ class _Horizon:
         )
 
 
+def _fields(horizon: _Horizon) -> tuple[Any, ...]:
+    """A horizon's fields in order (its tool counts copied)."""
+    h = horizon
+    return (h.start, h.compaction_id, h.calls, h.tokens, h.turns, h.last_turn, h.seen,
+            dict(h.by_tool))  # fmt: skip
+
+
+def _horizon(fields: Sequence[Any]) -> _Horizon:
+    """The horizon :func:`_fields` read (its tool counts copied)."""
+    start, compaction_id, calls, tokens, turns, last_turn, seen, by_tool = fields
+    return _Horizon(start, compaction_id, calls, tokens, turns, last_turn, seen, dict(by_tool))
+
+
 HorizonId = tuple[int, str | None]
 """A horizon's start turn and compaction (None for a baseline point)."""
 
@@ -213,8 +226,45 @@ class RediscoveryTracker:
     their last calls (they come with the first call after the compaction)."""
     _baseline: RediscoveryBaseline = field(default_factory=RediscoveryBaseline)
 
+    STATE_FIELDS: ClassVar = (
+        "baseline",
+        "closing",
+        "edited",
+        "horizon",
+        "horizons",
+        "keys",
+        "pending",
+    )
+    """The names of :meth:`state`'s values."""
+
     def __post_init__(self) -> None:
         self.horizon = max(1, self.horizon)
+
+    def state(self) -> dict[str, Any]:
+        """What the tracker remembers, as plain values (a copy): keys as three arrays (key,
+        first turn, second turn), horizons as tuples of their fields; :meth:`restore`
+        takes it."""
+        k = self._keys
+        return {
+            "baseline": self._baseline,
+            "closing": tuple((_fields(h), end) for h, end in self._closing),
+            "edited": dict(self._edited),
+            "horizon": self.horizon,
+            "horizons": tuple(map(_fields, self._horizons)),
+            "keys": (k.keys[:], k.first[:], k.second[:]),
+            "pending": tuple(self._pending),
+        }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Take what :meth:`state` returned."""
+        baseline, closing, edited, horizon, horizons, keys, pending = map(
+            state.__getitem__, self.STATE_FIELDS
+        )
+        self._baseline, self.horizon, self._edited = baseline, horizon, dict(edited)
+        self._closing = [(_horizon(h), end) for h, end in closing]
+        self._horizons = [_horizon(h) for h in horizons]
+        self._keys = _Keys(*(column[:] for column in keys))
+        self._pending = list(pending)
 
     @property
     def baseline(self) -> RediscoveryBaseline:

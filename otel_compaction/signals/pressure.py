@@ -16,8 +16,8 @@ from __future__ import annotations
 import functools
 import itertools
 from array import array
-from collections.abc import Sequence
-from typing import TypeAlias
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, TypeAlias
 
 from otel_compaction.config import Settings
 from otel_compaction.model import Pressure
@@ -81,6 +81,9 @@ class PressureTracker:
 
     __slots__ = ("_context_tokens", "_kept", "_sizes", "_weights", "_window")
 
+    STATE_FIELDS: ClassVar = ("context_tokens", "kept", "sizes", "window")
+    """The names of :meth:`state`'s values (the weights are derived from the settings)."""
+
     def __init__(self, settings: Settings) -> None:
         # decay**j for j < K, shared; K is its length.
         self._weights = _decay_weights(settings.attention_window, settings.attention_decay)
@@ -131,6 +134,22 @@ class PressureTracker:
         if self._sizes:
             self._kept = self.last
         self._sizes = ()
+
+    def state(self) -> dict[str, Any]:
+        """What the tracker remembers, as plain values (a copy): :meth:`restore` takes it."""
+        return {
+            "context_tokens": self._context_tokens,
+            "kept": self._kept,
+            "sizes": self._sizes[:],
+            "window": self._window,
+        }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Take what :meth:`state` returned (of a tracker built with the same settings)."""
+        context_tokens, kept, sizes, window = map(state.__getitem__, self.STATE_FIELDS)
+        self._context_tokens, self._kept, self._sizes, self._window = (
+            context_tokens, kept, sizes[:], window
+        )  # fmt: skip
 
     @property
     def recent_tool_outputs(self) -> tuple[int, ...]:
