@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import threading
 
-from otel_compaction._bounded import BoundedMap
+from hypothesis import given
+from hypothesis import strategies as st
+
+from otel_compaction._bounded import BoundedMap, RecentKeys
 
 
 def test_the_least_recently_used_entry_goes_first() -> None:
@@ -86,3 +89,25 @@ def test_racing_threads_keep_the_bound_and_lose_no_eviction() -> None:
     assert sorted(evicted + lru.values()) == sorted(
         n for t in range(8) for n in range(t * 10_000, t * 10_000 + 2000)
     )
+
+
+@given(
+    st.integers(min_value=0, max_value=9),
+    # Below 2**61 - 1 a key is its own hash: distinct keys, distinct fingerprints.
+    st.lists(st.integers(0, 40) | st.integers(0, 2**61 - 2), max_size=300),
+)
+def test_recent_keys_answer_as_a_set_and_a_queue_of_the_newest_would(
+    limit: int, keys: list[int]
+) -> None:
+    """The packed de-duplication memory says "new" exactly when a set of the ``limit``
+    newest distinct keys (oldest forgotten first) would, however removals shift its table."""
+    packed = RecentKeys(limit)
+    kept: dict[int, None] = {}
+    for key in keys:
+        new = key not in kept
+        if new and limit:
+            kept[key] = None
+            if len(kept) > limit:
+                del kept[next(iter(kept))]
+        assert packed.add(key) is new
+        assert len(packed) == len(kept)

@@ -45,11 +45,10 @@ import dataclasses
 import hashlib
 import logging
 import time
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from otel_compaction._bounded import BoundedMap
+from otel_compaction._bounded import BoundedMap, RecentKeys
 from otel_compaction.analyzer import ConversationAnalyzer, ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.model import CompactionAnalysis, PhaseReport, TurnAnalysis
@@ -101,34 +100,6 @@ class Applied:
     item: Item
     turn: TurnAnalysis | None = None
     compaction: CompactionAnalysis | None = None
-
-
-class RecentKeys:
-    """A bounded set of recently seen keys (oldest forgotten first)."""
-
-    __slots__ = ("_limit", "_order", "_set")
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._set: set[int] = set()
-        self._order: deque[int] = deque()
-
-    def add(self, key: int) -> bool:
-        """Remember ``key``; False when it was already remembered."""
-        seen = self._set
-        if key in seen:
-            return False
-        if self._limit <= 0:
-            return True
-        seen.add(key)
-        order = self._order
-        order.append(key)
-        if len(order) > self._limit:
-            seen.discard(order.popleft())
-        return True
-
-    def __len__(self) -> int:
-        return len(self._set)
 
 
 class ReorderWindow:
