@@ -131,6 +131,8 @@ class ConversationAnalyzer:
         "_unsettled",
         "conversation_id",
         "last_seen",
+        "mark",
+        "mark_ns",
         "settings",
     )
 
@@ -193,6 +195,11 @@ class ConversationAnalyzer:
         the rules read), while a run that ended now would draw a finding from the rules
         judged at its end (a short run): what ``end_run`` judges."""
         self.last_seen = clock()
+        self.mark = 0
+        """The owner's turn mark (the processor's: the highest turn index it applied to this
+        conversation, 0 for none); the engine never reads it, nor keeps it in :meth:`state`."""
+        self.mark_ns = 0
+        """The start (ns since the epoch) of the turn at :attr:`mark` (0: unknown)."""
 
     # ----------------------------------------------------------------- state
 

@@ -184,14 +184,15 @@ def test_an_unlisted_type_is_refused_by_name(value: object) -> None:
 DERIVED: dict[type, set[str]] = {
     ConversationAnalyzer: {
         "_clock", "_detectors", "_later", "_lock", "_on_finding", "settings", "conversation_id",
-        "last_seen",
+        "last_seen", "mark", "mark_ns",
     },
     PressureTracker: {"_weights"},
     PhaseTracker: {"_tables", "_categorize", "_rules"},
     LineageTracker: {"_settings", "_conversation_id"},
     RediscoveryTracker: set(),
 }  # fmt: skip
-"""The slots each state class's constructor rebuilds (the id and idle clock are the line's)."""
+"""The slots each state class's constructor rebuilds (the id, idle clock and turn mark are the
+line's own fields)."""
 
 
 def _slots(cls: type) -> set[str]:
