@@ -94,6 +94,32 @@ _category_values_cache: BoundedMap[tuple[ToolCategory, ...], tuple[str, ...]] = 
 )
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class AnalyzerSetup:
+    """What the analyzers of one registry share (one object, where five slots on each of
+    100,000 analyzers cost 4 MB): settings, detectors split by :func:`split_detectors`,
+    clock and finding listener."""
+
+    settings: Settings
+    detectors: tuple[Detector, ...]
+    """Run on observation."""
+    later: tuple[Detector, ...]
+    """Run on settlement (``needs_size_after``)."""
+    clock: Clock
+    on_finding: FindingListener | None
+
+    @classmethod
+    def of(
+        cls,
+        settings: Settings,
+        detectors: Sequence[Detector],
+        clock: Clock,
+        on_finding: FindingListener | None,
+    ) -> AnalyzerSetup:
+        """The setup of analyzers built with these arguments."""
+        return cls(settings, *split_detectors(tuple(detectors)), clock, on_finding)
+
+
 class ConversationAnalyzer:
     """Signals, lineage and findings of one conversation.
 
@@ -106,26 +132,25 @@ class ConversationAnalyzer:
             (outside this analyzer's lock).
         lock: the lock that serialises this analyzer's calls (a registry passes
             one shared by a stripe of its analyzers); a new one when omitted.
+        setup: what the analyzers of a registry share; when given, it replaces
+            ``settings``, ``detectors``, ``clock`` and ``on_finding``.
     """
 
     __slots__ = (
-        "_clock",
         "_compacted_pending",
-        "_detectors",
         "_first",
         "_fixed",
         "_floor",
         "_judged_ineffective",
-        "_later",
         "_lineage",
         "_livelocked",
         "_lock",
-        "_on_finding",
         "_phase_known",
         "_phase_since",
         "_phase_tracker",
         "_pressure_tracker",
         "_rediscovery",
+        "_setup",
         "_summarizer",
         "_turn_index",
         "_unsettled",
@@ -133,7 +158,6 @@ class ConversationAnalyzer:
         "last_seen",
         "mark",
         "mark_ns",
-        "settings",
     )
 
     STATE_FIELDS: ClassVar = (
@@ -165,16 +189,16 @@ class ConversationAnalyzer:
         clock: Clock = time.monotonic,
         on_finding: FindingListener | None = None,
         lock: AbstractContextManager[Any] | None = None,
+        setup: AnalyzerSetup | None = None,
     ) -> None:
         self.conversation_id = conversation_id
-        self.settings = settings or Settings.from_env()
-        self._detectors, self._later = split_detectors(tuple(detectors))
-        self._clock = clock
-        self._on_finding = on_finding
+        if setup is None:
+            setup = AnalyzerSetup.of(settings or Settings.from_env(), detectors, clock, on_finding)
+        self._setup = setup
         self._lock = lock if lock is not None else threading.Lock()
-        self._pressure_tracker = PressureTracker(self.settings)
-        self._phase_tracker = PhaseTracker(self.settings)
-        self._lineage = LineageTracker(conversation_id, self.settings)
+        self._pressure_tracker = PressureTracker(setup.settings)
+        self._phase_tracker = PhaseTracker(setup.settings)
+        self._lineage = LineageTracker(conversation_id, setup.settings)
         self._turn_index = 0
         self._phase_known = False
         self._compacted_pending = False
@@ -194,7 +218,7 @@ class ConversationAnalyzer:
         """The first compaction's id (and the pressure it fired in, when that changes what
         the rules read), while a run that ended now would draw a finding from the rules
         judged at its end (a short run): what ``end_run`` judges."""
-        self.last_seen = clock()
+        self.last_seen = setup.clock()
         self.mark = 0
         """The owner's turn mark (the processor's: the highest turn index it applied to this
         conversation, 0 for none); the engine never reads it, nor keeps it in :meth:`state`."""
@@ -202,6 +226,11 @@ class ConversationAnalyzer:
         """The start (ns since the epoch) of the turn at :attr:`mark` (0: unknown)."""
 
     # ----------------------------------------------------------------- state
+
+    @property
+    def settings(self) -> Settings:
+        """The thresholds and bounds this analyzer judges by."""
+        return self._setup.settings
 
     def state(self) -> dict[str, Any]:
         """What the analyzer knows of its conversation, as plain values (its trackers' as
@@ -236,7 +265,7 @@ class ConversationAnalyzer:
             found = state["rediscovery"]
             tracker = None
             if found is not None:
-                tracker = RediscoveryTracker(self.settings.rediscovery_horizon)
+                tracker = RediscoveryTracker(self._setup.settings.rediscovery_horizon)
                 tracker.restore(found)
             self._rediscovery = tracker
             self._compacted_pending, self._first, self._fixed, self._floor = (
@@ -304,7 +333,7 @@ class ConversationAnalyzer:
     def report_phase(self, report: PhaseReport) -> PhaseEstimate:
         """Take the agent's own statement of its phase (any time)."""
         with self._lock:
-            self.last_seen = self._clock()
+            self.last_seen = self._setup.clock()
             self._phase_known = True
             return self._phase_tracker.report(report)
 
@@ -314,7 +343,7 @@ class ConversationAnalyzer:
         next compaction observed; a turn that comes first ends its claim (the compaction
         it was for was never reported)."""
         with self._lock:
-            self.last_seen = self._clock()
+            self.last_seen = self._setup.clock()
             pending = self._summarizer
             self._summarizer = cost if pending is None else pending.plus(cost)
 
@@ -327,7 +356,7 @@ class ConversationAnalyzer:
         return analysis
 
     def _turn(self, obs: TurnObservation) -> TurnAnalysis:
-        self.last_seen = self._clock()
+        self.last_seen = self._setup.clock()
         self._summarizer = None
         settled = None
         if self._unsettled is not None and obs.context_tokens > 0:
@@ -335,7 +364,7 @@ class ConversationAnalyzer:
             settled = self._settle(self._unsettled, obs.context_tokens, obs)
         turn = self._turn_index = self._turn_index + 1
         context_tokens = obs.context_tokens
-        window = obs.window or context_window(obs.model, self.settings)
+        window = obs.window or context_window(obs.model, self._setup.settings)
         pressure = self._pressure_tracker.observe(context_tokens, window, obs.tool_output_tokens)
         categories = self._categories(obs)
         phase_tracker = self._phase_tracker
@@ -349,7 +378,7 @@ class ConversationAnalyzer:
             self._floor = context_tokens
         if obs.fixed_tokens is not None:
             self._fixed = obs.fixed_tokens
-        if self._first is not None and turn >= self.settings.short_run_turns:
+        if self._first is not None and turn >= self._setup.settings.short_run_turns:
             self._first = None  # the run is no short run, whatever comes
         compacted, self._compacted_pending = self._compacted_pending, False
         return TurnAnalysis(
@@ -396,7 +425,7 @@ class ConversationAnalyzer:
         return analysis
 
     def _compaction(self, obs: CompactionObservation) -> CompactionAnalysis:
-        self.last_seen = self._clock()
+        self.last_seen = self._setup.clock()
         if obs.summarizer is None and self._summarizer is not None:
             obs = dataclasses.replace(obs, summarizer=self._summarizer)
         self._summarizer = None
@@ -407,14 +436,14 @@ class ConversationAnalyzer:
         pressure = self._pressure_tracker.last
         window = pressure.window if pressure else None
         if window is None:
-            window = context_window(None, self.settings)
+            window = context_window(None, self._setup.settings)
         if obs.fixed_tokens is not None:
             self._fixed = obs.fixed_tokens  # the part the source judged it against
         record = self._lineage.observe_compaction(obs, window=window, fixed_tokens=self._fixed)
         phase = self._phase_tracker.current if self._phase_known else None
         ctx = DetectionContext(
             record=record,
-            settings=self.settings,
+            settings=self._setup.settings,
             history=history,
             pressure=pressure,
             phase=phase,
@@ -422,12 +451,12 @@ class ConversationAnalyzer:
             floor_tokens=self._floor,
             fixed_tokens=self._fixed,
         )
-        findings = run_detectors(ctx, self._detectors)
+        findings = run_detectors(ctx, self._setup.detectors)
         if not history:
             self._first = self._kept_for_end(ctx)
         self._unsettled = None
         if record.settled:
-            later = run_detectors(ctx, self._later, exclude=_kinds(findings))
+            later = run_detectors(ctx, self._setup.later, exclude=_kinds(findings))
             findings = (*findings, *later)
         else:
             # Only the kinds found are kept: what the later rules read (the records, the
@@ -487,7 +516,7 @@ class ConversationAnalyzer:
         return cid if bare == found else (cid, ctx.pressure)
 
     def _run_end_detectors(self) -> list[Detector]:
-        return [d for d in self._detectors if needs_run_end(d)]
+        return [d for d in self._setup.detectors if needs_run_end(d)]
 
     def _end_run(self) -> CompactionAnalysis | None:
         first, self._first = self._first, None
@@ -499,7 +528,7 @@ class ConversationAnalyzer:
             return None  # forgotten (more compactions than the records kept): not judged
         ctx = DetectionContext(
             record=record,
-            settings=self.settings,
+            settings=self._setup.settings,
             pressure=pressure,
             compacted_tokens=record.compacted_tokens,
             run_turns=self._turn_index,
@@ -528,13 +557,13 @@ class ConversationAnalyzer:
         pressure = self._pressure_tracker.last
         ctx = DetectionContext(
             record=record,
-            settings=self.settings,
+            settings=self._setup.settings,
             history=self._lineage.records[:-1],
             pressure=pressure,
             floor_tokens=self._floor,
             fixed_tokens=self._fixed,
         )
-        findings = run_detectors(ctx, self._later, exclude=frozenset(found))
+        findings = run_detectors(ctx, self._setup.later, exclude=frozenset(found))
         self._judged_ineffective = FindingKind.INEFFECTIVE_COMPACTION in found or _ineffective(
             findings
         )
@@ -559,12 +588,12 @@ class ConversationAnalyzer:
         bought fewer than ``ineffective_min_turns`` calls bought nothing (``refilled``)."""
         if not history or self._judged_ineffective:
             return None
-        if not any(d.kind is FindingKind.INEFFECTIVE_COMPACTION for d in self._later):
+        if not any(d.kind is FindingKind.INEFFECTIVE_COMPACTION for d in self._setup.later):
             return None  # the rule is not among this analyzer's detectors
         earlier = history[-1]
         ctx = DetectionContext(
             record=earlier,
-            settings=self.settings,
+            settings=self._setup.settings,
             history=history[:-1],
             pressure=self._pressure_tracker.last,
             floor_tokens=self._floor,
@@ -596,10 +625,10 @@ class ConversationAnalyzer:
             self._livelocked = False
 
     def _notify(self, findings: tuple[Finding, ...]) -> None:
-        if self._on_finding is None:
+        if self._setup.on_finding is None:
             return
         for finding in findings:
-            self._on_finding(finding)
+            self._setup.on_finding(finding)
 
 
 def split_detectors(
@@ -676,6 +705,7 @@ class ConversationRegistry:
         # sharing cannot deadlock, and 64 stripes keep contention negligible.
         self._stripes = tuple(threading.Lock() for _ in range(LOCK_STRIPES))
         self._on_finding: FindingListener = self._dispatch  # one bound method for all
+        self._setup = AnalyzerSetup.of(self.settings, self._detectors, clock, self._on_finding)
 
     def get(self, conversation_id: str) -> ConversationAnalyzer:
         """The conversation's analyzer, created on first use (evicting the least recent)."""
@@ -687,11 +717,8 @@ class ConversationRegistry:
             self._expire_head()
             analyzer = ConversationAnalyzer(
                 conversation_id,
-                self.settings,
-                detectors=self._detectors,
-                clock=self._clock,
-                on_finding=self._on_finding,
                 lock=self._stripes[hash(conversation_id) % LOCK_STRIPES],
+                setup=self._setup,
             )
             self._analyzers.put(conversation_id, analyzer)
             return analyzer

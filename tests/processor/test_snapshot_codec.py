@@ -183,8 +183,7 @@ def test_an_unlisted_type_is_refused_by_name(value: object) -> None:
 
 DERIVED: dict[type, set[str]] = {
     ConversationAnalyzer: {
-        "_clock", "_detectors", "_later", "_lock", "_on_finding", "settings", "conversation_id",
-        "last_seen", "mark", "mark_ns",
+        "_lock", "_setup", "conversation_id", "last_seen", "mark", "mark_ns",
     },
     PressureTracker: {"_weights"},
     PhaseTracker: {"_tables", "_categorize", "_rules"},
