@@ -120,6 +120,23 @@ class AnalyzerSetup:
         return cls(settings, *split_detectors(tuple(detectors)), clock, on_finding)
 
 
+class _Flag:
+    """A boolean kept as one bit of the analyzer's ``_flags``: four booleans in one slot
+    (24 bytes less for each of 100,000 conversations)."""
+
+    __slots__ = ("bit",)
+
+    def __init__(self, bit: int) -> None:
+        self.bit = bit
+
+    def __get__(self, analyzer: Any, owner: Any = None) -> bool:
+        return bool(analyzer._flags & self.bit)
+
+    def __set__(self, analyzer: Any, value: bool) -> None:
+        flags = analyzer._flags
+        analyzer._flags = flags | self.bit if value else flags & ~self.bit
+
+
 class ConversationAnalyzer:
     """Signals, lineage and findings of one conversation.
 
@@ -137,15 +154,12 @@ class ConversationAnalyzer:
     """
 
     __slots__ = (
-        "_compacted_pending",
         "_first",
         "_fixed",
+        "_flags",
         "_floor",
-        "_judged_ineffective",
         "_lineage",
-        "_livelocked",
         "_lock",
-        "_phase_known",
         "_phase_since",
         "_phase_tracker",
         "_pressure_tracker",
@@ -180,6 +194,14 @@ class ConversationAnalyzer:
     """The names of :meth:`state`'s values: everything but the id, the idle clock and what
     the constructor derives (settings, detectors, clock, listener, lock)."""
 
+    _phase_known = _Flag(1)
+    """Whether a turn or a report made the phase known."""
+    _compacted_pending = _Flag(2)
+    """Whether a compaction came since the last turn (the next turn says so)."""
+    _livelocked = _Flag(4)
+    _judged_ineffective = _Flag(8)
+    """Whether the last compaction was flagged ineffective already (no hindsight then)."""
+
     def __init__(
         self,
         conversation_id: str,
@@ -200,16 +222,12 @@ class ConversationAnalyzer:
         self._phase_tracker = PhaseTracker(setup.settings)
         self._lineage = LineageTracker(conversation_id, setup.settings)
         self._turn_index = 0
-        self._phase_known = False
-        self._compacted_pending = False
-        self._livelocked = False
+        self._flags = 0
         self._phase_since = 0
         self._floor: int | None = None
         self._fixed: int | None = None
         self._unsettled: tuple[FindingKind, ...] | None = None
         """The kinds found on a compaction waiting for the first call after it."""
-        self._judged_ineffective = False
-        """Whether the last compaction was flagged ineffective already (no hindsight then)."""
         self._summarizer: SummarizerCost | None = None
         """The summarizer's calls since the last turn, for the compaction reported next."""
         self._rediscovery: RediscoveryTracker | None = None
