@@ -32,8 +32,9 @@ Baseline points are the turns that are multiples of ``horizon`` with no
 compaction horizon open; a baseline horizon into which a compaction falls is
 dropped. Memory is bounded in bytes: the ``MAX_KEYS`` most recently first-seen keys
 in three packed arrays (16 bytes a key, 4 KiB at most), and the last ``MAX_PATHS``
-edited paths. A call older than that is forgotten, so it no longer counts as repeated:
-what an agent needs again after a compaction is mostly what it used recently.
+edited paths in two (12 bytes a path). A call older than that is forgotten, so it no
+longer counts as repeated: what an agent needs again after a compaction is mostly what
+it used recently.
 """
 
 from __future__ import annotations
@@ -160,6 +161,36 @@ class _Keys:
 
 
 @dataclass(slots=True)
+class _Edited:
+    """Edited paths with the last turn an edit named each, oldest first, in two packed
+    arrays (12 bytes a path, where a dict of ints took about 110)."""
+
+    paths: array[int] = field(default_factory=lambda: array("Q"))
+    turns: array[int] = field(default_factory=lambda: array("I"))
+
+    def get(self, path: int) -> int:
+        """The last turn an edit named ``path``; -1 when it is not remembered."""
+        try:
+            return self.turns[self.paths.index(path)]
+        except ValueError:
+            return -1
+
+    def edit(self, path: int, turn: int) -> None:
+        """Remember an edit of ``path`` at ``turn`` as the newest (the oldest goes when full)."""
+        paths, turns = self.paths, self.turns
+        try:
+            i = paths.index(path)
+        except ValueError:
+            pass
+        else:
+            del paths[i], turns[i]
+        paths.append(path)
+        turns.append(turn)
+        if len(paths) > MAX_PATHS:
+            del paths[0], turns[0]
+
+
+@dataclass(slots=True)
 class _Horizon:
     start: int
     compaction_id: str | None
@@ -216,7 +247,7 @@ class RediscoveryTracker:
 
     horizon: int
     _keys: _Keys = field(default_factory=_Keys)
-    _edited: dict[int, int] = field(default_factory=dict)
+    _edited: _Edited = field(default_factory=_Edited)
     """path key -> the last turn an edit call named it."""
     _horizons: list[_Horizon] = field(default_factory=list)
     _pending: list[tuple[str, tuple[HorizonId, ...]]] = field(default_factory=list)
@@ -242,13 +273,14 @@ class RediscoveryTracker:
 
     def state(self) -> dict[str, Any]:
         """What the tracker remembers, as plain values (a copy): keys as three arrays (key,
-        first turn, second turn), horizons as tuples of their fields; :meth:`restore`
+        first turn, second turn), edited paths as two (path key, turn; oldest first),
+        horizons as tuples of their fields; :meth:`restore`
         takes it."""
         k = self._keys
         return {
             "baseline": self._baseline,
             "closing": tuple((_fields(h), end) for h, end in self._closing),
-            "edited": dict(self._edited),
+            "edited": (self._edited.paths[:], self._edited.turns[:]),
             "horizon": self.horizon,
             "horizons": tuple(map(_fields, self._horizons)),
             "keys": (k.keys[:], k.first[:], k.second[:]),
@@ -260,7 +292,8 @@ class RediscoveryTracker:
         baseline, closing, edited, horizon, horizons, keys, pending = map(
             state.__getitem__, self.STATE_FIELDS
         )
-        self._baseline, self.horizon, self._edited = baseline, horizon, dict(edited)
+        self._baseline, self.horizon = baseline, horizon
+        self._edited = _Edited(*(column[:] for column in edited))
         self._closing = [(_horizon(h), end) for h, end in closing]
         self._horizons = [_horizon(h) for h in horizons]
         self._keys = _Keys(*(column[:] for column in keys))
@@ -333,10 +366,7 @@ class RediscoveryTracker:
             horizon.by_tool.setdefault(name, 0)
         self._keys.seen(key, turn)
         if path is not None and name.lower() in EDIT_TOOLS:
-            self._edited.pop(path, None)
-            self._edited[path] = turn
-            if len(self._edited) > MAX_PATHS:
-                del self._edited[next(iter(self._edited))]
+            self._edited.edit(path, turn)
         return name, tuple(h.ident for h in counted)
 
     def _redone(
@@ -350,7 +380,7 @@ class RediscoveryTracker:
         if second and second < horizon.start:
             return False  # a habit: repeated before the point already
         # The file changed since the point (the agent's own edit): reading it checks the edit.
-        return path is None or self._edited.get(path, -1) < horizon.start
+        return path is None or self._edited.get(path) < horizon.start
 
     def _close(
         self, due: Callable[[_Horizon], bool], end_turn: int, *, keep_baseline: bool
