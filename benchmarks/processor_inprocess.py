@@ -418,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.from_json:
         results = json.loads(args.from_json.read_text())
+        if isinstance(results["memory"], dict):  # a run before both modes and measures
+            results["memory"] = [{"mode": "tap", "measure": "tracemalloc", **results["memory"]}]
         for row in results["memory"]:
             row["top"] = [tuple(t) for t in row["top"]]
     else:
