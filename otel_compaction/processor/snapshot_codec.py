@@ -3,7 +3,9 @@
 What a conversation's analyzer knows is :meth:`ConversationAnalyzer.state`: plain
 values, its trackers' as their own ``state()`` (the pressure and phase trackers,
 the lineage tracker, the rediscovery tracker). :func:`encode_analyzer` encodes
-that value; the values in it may only be of the types below.
+that value as a list in ``STATE_FIELDS`` order (a tracker's state a list in its own:
+the names are in the digest, not on every line); the values in it may only be of the
+types below.
 :func:`decode_state` turns the JSON back into values, and :func:`apply_state`
 hands them to :meth:`ConversationAnalyzer.restore` on a freshly built analyzer
 of the same id and settings. This module reads and writes no private attribute
@@ -129,9 +131,29 @@ def engine_digest() -> str:
 # ------------------------------------------------------------------ encoding
 
 
+NESTED: Final[dict[str, tuple[str, ...]]] = {
+    "lineage": LineageTracker.STATE_FIELDS,
+    "phase_tracker": PhaseTracker.STATE_FIELDS,
+    "pressure_tracker": PressureTracker.STATE_FIELDS,
+    "rediscovery": RediscoveryTracker.STATE_FIELDS,
+}
+"""The analyzer's state values that are a tracker's ``state()`` (``rediscovery`` may be None),
+with the tracker's ``STATE_FIELDS``."""
+
+
 def encode_analyzer(analyzer: ConversationAnalyzer) -> Any:
-    """The analyzer's state as a JSON value (its id and idle time are not included)."""
-    return encode(analyzer.state())
+    """The analyzer's state as a JSON value (its id and idle time are not included): a list
+    of its values in ``STATE_FIELDS`` order, a tracker's state a list in its own order (the
+    names are the digest's, not repeated on every line)."""
+    state = analyzer.state()
+    return [_encode_nested(name, state[name]) for name in ConversationAnalyzer.STATE_FIELDS]
+
+
+def _encode_nested(name: str, value: Any) -> Any:
+    fields = NESTED.get(name)
+    if fields is None or value is None:
+        return encode(value)
+    return [encode(value[field]) for field in fields]
 
 
 def encode(value: Any) -> Any:
@@ -185,10 +207,19 @@ _ENCODERS: Final[dict[type, Callable[[Any], Any]]] = {
 
 def decode_state(raw: Any) -> dict[str, Any]:
     """The JSON of :func:`encode_analyzer` as values; ``SnapshotError`` when it is not one."""
-    state = decode(raw)
-    if not isinstance(state, dict) or set(state) != set(ConversationAnalyzer.STATE_FIELDS):
-        raise SnapshotError("a conversation's state must be a ConversationAnalyzer's state()")
-    return state
+    fields = ConversationAnalyzer.STATE_FIELDS
+    if type(raw) is not list or len(raw) != len(fields):
+        raise SnapshotError(f"a conversation's state must be a list of {len(fields)} values")
+    return {name: _decode_nested(name, value) for name, value in zip(fields, raw, strict=True)}
+
+
+def _decode_nested(name: str, raw: Any) -> Any:
+    fields = NESTED.get(name)
+    if fields is None or raw is None:
+        return decode(raw)
+    if type(raw) is not list or len(raw) != len(fields):
+        raise SnapshotError(f"{name}: expected a list of {len(fields)} values")
+    return {field: decode(value) for field, value in zip(fields, raw, strict=True)}
 
 
 def decode(raw: Any) -> Any:

@@ -275,6 +275,7 @@ def test_the_value_classes_have_only_public_fields() -> None:
         {"$o": "os.system", "v": []},
         {"$o": "ConversationAnalyzer", "v": [1]},
         {"$d": [["turn_index", 1]]},
+        [1],
         {"$x": 1},
         {"$f": "1e3"},
         {"$b": "not base64!"},
