@@ -139,8 +139,8 @@ class RecentKeys:
     """A bounded set of recently seen integer keys (the oldest forgotten first), packed.
 
     The processor's de-duplication memory: 262,144 span keys by default, each a 192-bit
-    int (trace id and span id). As a ``set`` and a ``deque`` of ints that took about 100
-    bytes a key (the int object, the set's slot with its slack, the deque's pointer), 26 MB;
+    int (trace id and span id). As a ``set`` and a ``deque`` of ints that took about 110
+    bytes a key (the int object, the set's slot with its slack, the deque's pointer), 29 MB;
     here a key is its 61-bit fingerprint in two preallocated ``array('q')``s: an
     open-addressing table of twice the limit (linear probing, removal by backward shift)
     and a ring of the limit in arrival order, 24 bytes a key whatever the traffic (6 MiB
