@@ -41,9 +41,9 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from otel_compaction._bounded import BoundedMap
 from otel_compaction.config import Settings
@@ -94,6 +94,49 @@ _category_values_cache: BoundedMap[tuple[ToolCategory, ...], tuple[str, ...]] = 
 )
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class AnalyzerSetup:
+    """What the analyzers of one registry share (one object, where five slots on each of
+    100,000 analyzers cost 4 MB): settings, detectors split by :func:`split_detectors`,
+    clock and finding listener."""
+
+    settings: Settings
+    detectors: tuple[Detector, ...]
+    """Run on observation."""
+    later: tuple[Detector, ...]
+    """Run on settlement (``needs_size_after``)."""
+    clock: Clock
+    on_finding: FindingListener | None
+
+    @classmethod
+    def of(
+        cls,
+        settings: Settings,
+        detectors: Sequence[Detector],
+        clock: Clock,
+        on_finding: FindingListener | None,
+    ) -> AnalyzerSetup:
+        """The setup of analyzers built with these arguments."""
+        return cls(settings, *split_detectors(tuple(detectors)), clock, on_finding)
+
+
+class _Flag:
+    """A boolean kept as one bit of the analyzer's ``_flags``: four booleans in one slot
+    (24 bytes less for each of 100,000 conversations)."""
+
+    __slots__ = ("bit",)
+
+    def __init__(self, bit: int) -> None:
+        self.bit = bit
+
+    def __get__(self, analyzer: Any, owner: Any = None) -> bool:
+        return bool(analyzer._flags & self.bit)
+
+    def __set__(self, analyzer: Any, value: bool) -> None:
+        flags = analyzer._flags
+        analyzer._flags = flags | self.bit if value else flags & ~self.bit
+
+
 class ConversationAnalyzer:
     """Signals, lineage and findings of one conversation.
 
@@ -106,33 +149,58 @@ class ConversationAnalyzer:
             (outside this analyzer's lock).
         lock: the lock that serialises this analyzer's calls (a registry passes
             one shared by a stripe of its analyzers); a new one when omitted.
+        setup: what the analyzers of a registry share; when given, it replaces
+            ``settings``, ``detectors``, ``clock`` and ``on_finding``.
     """
 
     __slots__ = (
-        "_clock",
-        "_compacted_pending",
-        "_detectors",
         "_first",
         "_fixed",
+        "_flags",
         "_floor",
-        "_judged_ineffective",
-        "_later",
         "_lineage",
-        "_livelocked",
         "_lock",
-        "_on_finding",
-        "_phase_known",
         "_phase_since",
         "_phase_tracker",
         "_pressure_tracker",
         "_rediscovery",
+        "_setup",
         "_summarizer",
         "_turn_index",
         "_unsettled",
         "conversation_id",
         "last_seen",
-        "settings",
+        "mark",
+        "mark_ns",
     )
+
+    STATE_FIELDS: ClassVar = (
+        "compacted_pending",
+        "first",
+        "fixed",
+        "floor",
+        "judged_ineffective",
+        "lineage",
+        "livelocked",
+        "phase_known",
+        "phase_since",
+        "phase_tracker",
+        "pressure_tracker",
+        "rediscovery",
+        "summarizer",
+        "turn_index",
+        "unsettled",
+    )
+    """The names of :meth:`state`'s values: everything but the id, the idle clock and what
+    the constructor derives (settings, detectors, clock, listener, lock)."""
+
+    _phase_known = _Flag(1)
+    """Whether a turn or a report made the phase known."""
+    _compacted_pending = _Flag(2)
+    """Whether a compaction came since the last turn (the next turn says so)."""
+    _livelocked = _Flag(4)
+    _judged_ineffective = _Flag(8)
+    """Whether the last compaction was flagged ineffective already (no hindsight then)."""
 
     def __init__(
         self,
@@ -143,27 +211,23 @@ class ConversationAnalyzer:
         clock: Clock = time.monotonic,
         on_finding: FindingListener | None = None,
         lock: AbstractContextManager[Any] | None = None,
+        setup: AnalyzerSetup | None = None,
     ) -> None:
         self.conversation_id = conversation_id
-        self.settings = settings or Settings.from_env()
-        self._detectors, self._later = split_detectors(tuple(detectors))
-        self._clock = clock
-        self._on_finding = on_finding
+        if setup is None:
+            setup = AnalyzerSetup.of(settings or Settings.from_env(), detectors, clock, on_finding)
+        self._setup = setup
         self._lock = lock if lock is not None else threading.Lock()
-        self._pressure_tracker = PressureTracker(self.settings)
-        self._phase_tracker = PhaseTracker(self.settings)
-        self._lineage = LineageTracker(conversation_id, self.settings)
+        self._pressure_tracker = PressureTracker(setup.settings)
+        self._phase_tracker = PhaseTracker(setup.settings)
+        self._lineage = LineageTracker(conversation_id, setup.settings)
         self._turn_index = 0
-        self._phase_known = False
-        self._compacted_pending = False
-        self._livelocked = False
+        self._flags = 0
         self._phase_since = 0
         self._floor: int | None = None
         self._fixed: int | None = None
         self._unsettled: tuple[FindingKind, ...] | None = None
         """The kinds found on a compaction waiting for the first call after it."""
-        self._judged_ineffective = False
-        """Whether the last compaction was flagged ineffective already (no hindsight then)."""
         self._summarizer: SummarizerCost | None = None
         """The summarizer's calls since the last turn, for the compaction reported next."""
         self._rediscovery: RediscoveryTracker | None = None
@@ -172,9 +236,65 @@ class ConversationAnalyzer:
         """The first compaction's id (and the pressure it fired in, when that changes what
         the rules read), while a run that ended now would draw a finding from the rules
         judged at its end (a short run): what ``end_run`` judges."""
-        self.last_seen = clock()
+        self.last_seen = setup.clock()
+        self.mark = 0
+        """The owner's turn mark (the processor's: the highest turn index it applied to this
+        conversation, 0 for none); the engine never reads it, nor keeps it in :meth:`state`."""
+        self.mark_ns = 0
+        """The start (ns since the epoch) of the turn at :attr:`mark` (0: unknown)."""
 
     # ----------------------------------------------------------------- state
+
+    @property
+    def settings(self) -> Settings:
+        """The thresholds and bounds this analyzer judges by."""
+        return self._setup.settings
+
+    def state(self) -> dict[str, Any]:
+        """What the analyzer knows of its conversation, as plain values (its trackers' as
+        their own ``state()``): a processor's snapshot writes it, :meth:`restore` takes it."""
+        with self._lock:
+            rediscovery = self._rediscovery
+            return {
+                "compacted_pending": self._compacted_pending,
+                "first": self._first,
+                "fixed": self._fixed,
+                "floor": self._floor,
+                "judged_ineffective": self._judged_ineffective,
+                "lineage": self._lineage.state(),
+                "livelocked": self._livelocked,
+                "phase_known": self._phase_known,
+                "phase_since": self._phase_since,
+                "phase_tracker": self._phase_tracker.state(),
+                "pressure_tracker": self._pressure_tracker.state(),
+                "rediscovery": None if rediscovery is None else rediscovery.state(),
+                "summarizer": self._summarizer,
+                "turn_index": self._turn_index,
+                "unsettled": self._unsettled,
+            }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Take what :meth:`state` returned, on an analyzer of the same id and settings
+        (``KeyError``, ``TypeError`` or ``ValueError`` for a state that is not one)."""
+        with self._lock:
+            self._lineage.restore(state["lineage"])
+            self._phase_tracker.restore(state["phase_tracker"])
+            self._pressure_tracker.restore(state["pressure_tracker"])
+            found = state["rediscovery"]
+            tracker = None
+            if found is not None:
+                tracker = RediscoveryTracker(self._setup.settings.rediscovery_horizon)
+                tracker.restore(found)
+            self._rediscovery = tracker
+            self._compacted_pending, self._first, self._fixed, self._floor = (
+                state["compacted_pending"], state["first"], state["fixed"], state["floor"]
+            )  # fmt: skip
+            self._judged_ineffective, self._livelocked = (
+                state["judged_ineffective"], state["livelocked"]
+            )  # fmt: skip
+            self._phase_known, self._phase_since = state["phase_known"], state["phase_since"]
+            self._summarizer, self._turn_index = state["summarizer"], state["turn_index"]
+            self._unsettled = state["unsettled"]
 
     @property
     def turn_index(self) -> int:
@@ -231,7 +351,7 @@ class ConversationAnalyzer:
     def report_phase(self, report: PhaseReport) -> PhaseEstimate:
         """Take the agent's own statement of its phase (any time)."""
         with self._lock:
-            self.last_seen = self._clock()
+            self.last_seen = self._setup.clock()
             self._phase_known = True
             return self._phase_tracker.report(report)
 
@@ -241,7 +361,7 @@ class ConversationAnalyzer:
         next compaction observed; a turn that comes first ends its claim (the compaction
         it was for was never reported)."""
         with self._lock:
-            self.last_seen = self._clock()
+            self.last_seen = self._setup.clock()
             pending = self._summarizer
             self._summarizer = cost if pending is None else pending.plus(cost)
 
@@ -254,7 +374,7 @@ class ConversationAnalyzer:
         return analysis
 
     def _turn(self, obs: TurnObservation) -> TurnAnalysis:
-        self.last_seen = self._clock()
+        self.last_seen = self._setup.clock()
         self._summarizer = None
         settled = None
         if self._unsettled is not None and obs.context_tokens > 0:
@@ -262,7 +382,7 @@ class ConversationAnalyzer:
             settled = self._settle(self._unsettled, obs.context_tokens, obs)
         turn = self._turn_index = self._turn_index + 1
         context_tokens = obs.context_tokens
-        window = obs.window or context_window(obs.model, self.settings)
+        window = obs.window or context_window(obs.model, self._setup.settings)
         pressure = self._pressure_tracker.observe(context_tokens, window, obs.tool_output_tokens)
         categories = self._categories(obs)
         phase_tracker = self._phase_tracker
@@ -276,7 +396,7 @@ class ConversationAnalyzer:
             self._floor = context_tokens
         if obs.fixed_tokens is not None:
             self._fixed = obs.fixed_tokens
-        if self._first is not None and turn >= self.settings.short_run_turns:
+        if self._first is not None and turn >= self._setup.settings.short_run_turns:
             self._first = None  # the run is no short run, whatever comes
         compacted, self._compacted_pending = self._compacted_pending, False
         return TurnAnalysis(
@@ -323,7 +443,7 @@ class ConversationAnalyzer:
         return analysis
 
     def _compaction(self, obs: CompactionObservation) -> CompactionAnalysis:
-        self.last_seen = self._clock()
+        self.last_seen = self._setup.clock()
         if obs.summarizer is None and self._summarizer is not None:
             obs = dataclasses.replace(obs, summarizer=self._summarizer)
         self._summarizer = None
@@ -334,14 +454,14 @@ class ConversationAnalyzer:
         pressure = self._pressure_tracker.last
         window = pressure.window if pressure else None
         if window is None:
-            window = context_window(None, self.settings)
+            window = context_window(None, self._setup.settings)
         if obs.fixed_tokens is not None:
             self._fixed = obs.fixed_tokens  # the part the source judged it against
         record = self._lineage.observe_compaction(obs, window=window, fixed_tokens=self._fixed)
         phase = self._phase_tracker.current if self._phase_known else None
         ctx = DetectionContext(
             record=record,
-            settings=self.settings,
+            settings=self._setup.settings,
             history=history,
             pressure=pressure,
             phase=phase,
@@ -349,12 +469,12 @@ class ConversationAnalyzer:
             floor_tokens=self._floor,
             fixed_tokens=self._fixed,
         )
-        findings = run_detectors(ctx, self._detectors)
+        findings = run_detectors(ctx, self._setup.detectors)
         if not history:
             self._first = self._kept_for_end(ctx)
         self._unsettled = None
         if record.settled:
-            later = run_detectors(ctx, self._later, exclude=_kinds(findings))
+            later = run_detectors(ctx, self._setup.later, exclude=_kinds(findings))
             findings = (*findings, *later)
         else:
             # Only the kinds found are kept: what the later rules read (the records, the
@@ -414,7 +534,7 @@ class ConversationAnalyzer:
         return cid if bare == found else (cid, ctx.pressure)
 
     def _run_end_detectors(self) -> list[Detector]:
-        return [d for d in self._detectors if needs_run_end(d)]
+        return [d for d in self._setup.detectors if needs_run_end(d)]
 
     def _end_run(self) -> CompactionAnalysis | None:
         first, self._first = self._first, None
@@ -426,7 +546,7 @@ class ConversationAnalyzer:
             return None  # forgotten (more compactions than the records kept): not judged
         ctx = DetectionContext(
             record=record,
-            settings=self.settings,
+            settings=self._setup.settings,
             pressure=pressure,
             compacted_tokens=record.compacted_tokens,
             run_turns=self._turn_index,
@@ -455,13 +575,13 @@ class ConversationAnalyzer:
         pressure = self._pressure_tracker.last
         ctx = DetectionContext(
             record=record,
-            settings=self.settings,
+            settings=self._setup.settings,
             history=self._lineage.records[:-1],
             pressure=pressure,
             floor_tokens=self._floor,
             fixed_tokens=self._fixed,
         )
-        findings = run_detectors(ctx, self._later, exclude=frozenset(found))
+        findings = run_detectors(ctx, self._setup.later, exclude=frozenset(found))
         self._judged_ineffective = FindingKind.INEFFECTIVE_COMPACTION in found or _ineffective(
             findings
         )
@@ -486,12 +606,12 @@ class ConversationAnalyzer:
         bought fewer than ``ineffective_min_turns`` calls bought nothing (``refilled``)."""
         if not history or self._judged_ineffective:
             return None
-        if not any(d.kind is FindingKind.INEFFECTIVE_COMPACTION for d in self._later):
+        if not any(d.kind is FindingKind.INEFFECTIVE_COMPACTION for d in self._setup.later):
             return None  # the rule is not among this analyzer's detectors
         earlier = history[-1]
         ctx = DetectionContext(
             record=earlier,
-            settings=self.settings,
+            settings=self._setup.settings,
             history=history[:-1],
             pressure=self._pressure_tracker.last,
             floor_tokens=self._floor,
@@ -523,10 +643,10 @@ class ConversationAnalyzer:
             self._livelocked = False
 
     def _notify(self, findings: tuple[Finding, ...]) -> None:
-        if self._on_finding is None:
+        if self._setup.on_finding is None:
             return
         for finding in findings:
-            self._on_finding(finding)
+            self._setup.on_finding(finding)
 
 
 def split_detectors(
@@ -603,6 +723,7 @@ class ConversationRegistry:
         # sharing cannot deadlock, and 64 stripes keep contention negligible.
         self._stripes = tuple(threading.Lock() for _ in range(LOCK_STRIPES))
         self._on_finding: FindingListener = self._dispatch  # one bound method for all
+        self._setup = AnalyzerSetup.of(self.settings, self._detectors, clock, self._on_finding)
 
     def get(self, conversation_id: str) -> ConversationAnalyzer:
         """The conversation's analyzer, created on first use (evicting the least recent)."""
@@ -614,11 +735,8 @@ class ConversationRegistry:
             self._expire_head()
             analyzer = ConversationAnalyzer(
                 conversation_id,
-                self.settings,
-                detectors=self._detectors,
-                clock=self._clock,
-                on_finding=self._on_finding,
                 lock=self._stripes[hash(conversation_id) % LOCK_STRIPES],
+                setup=self._setup,
             )
             self._analyzers.put(conversation_id, analyzer)
             return analyzer

@@ -7,9 +7,11 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from otel_compaction import _bounded
-from otel_compaction._bounded import BoundedMap
+from otel_compaction._bounded import BoundedMap, RecentKeys
 
 PACKAGE = Path(_bounded.__file__).resolve().parent
 
@@ -160,3 +162,25 @@ def test_every_lru_cache_is_bounded_and_named_in_the_bounded_module() -> None:
         size = decorator.keywords[0].value
         assert isinstance(size, ast.Constant), module
         assert isinstance(size.value, int), module
+
+
+@given(
+    st.integers(min_value=0, max_value=9),
+    # Below 2**61 - 1 a key is its own hash: distinct keys, distinct fingerprints.
+    st.lists(st.integers(0, 40) | st.integers(0, 2**61 - 2), max_size=300),
+)
+def test_recent_keys_answer_as_a_set_and_a_queue_of_the_newest_would(
+    limit: int, keys: list[int]
+) -> None:
+    """The packed de-duplication memory says "new" exactly when a set of the ``limit``
+    newest distinct keys (oldest forgotten first) would, however removals shift its table."""
+    packed = RecentKeys(limit)
+    kept: dict[int, None] = {}
+    for key in keys:
+        new = key not in kept
+        if new and limit:
+            kept[key] = None
+            if len(kept) > limit:
+                del kept[next(iter(kept))]
+        assert packed.add(key) is new
+        assert len(packed) == len(kept)

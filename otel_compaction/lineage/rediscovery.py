@@ -39,8 +39,9 @@ Baseline points are the turns that are multiples of ``horizon`` with no
 compaction horizon open; a baseline horizon into which a compaction falls is
 dropped. Memory is bounded in bytes: the ``MAX_KEYS`` most recently first-seen keys
 in three packed arrays (16 bytes a key, 4 KiB at most), and the last ``MAX_PATHS``
-edited paths. A call older than that is forgotten, so it no longer counts as repeated:
-what an agent needs again after a compaction is mostly what it used recently.
+edited paths in two (12 bytes a path). A call older than that is forgotten, so it no
+longer counts as repeated: what an agent needs again after a compaction is mostly what
+it used recently.
 """
 
 from __future__ import annotations
@@ -49,9 +50,9 @@ import bisect
 import hashlib
 import json
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, ClassVar, Final
 
 from otel_compaction.model import Rediscovery, RediscoveryBaseline
 
@@ -186,6 +187,36 @@ class _Keys:
 
 
 @dataclass(slots=True)
+class _Edited:
+    """Edited paths with the last turn an edit named each, oldest first, in two packed
+    arrays (12 bytes a path, where a dict of ints took about 110)."""
+
+    paths: array[int] = field(default_factory=lambda: array("Q"))
+    turns: array[int] = field(default_factory=lambda: array("I"))
+
+    def get(self, path: int) -> int:
+        """The last turn an edit named ``path``; -1 when it is not remembered."""
+        try:
+            return self.turns[self.paths.index(path)]
+        except ValueError:
+            return -1
+
+    def edit(self, path: int, turn: int) -> None:
+        """Remember an edit of ``path`` at ``turn`` as the newest (the oldest goes when full)."""
+        paths, turns = self.paths, self.turns
+        try:
+            i = paths.index(path)
+        except ValueError:
+            pass
+        else:
+            del paths[i], turns[i]
+        paths.append(path)
+        turns.append(turn)
+        if len(paths) > MAX_PATHS:
+            del paths[0], turns[0]
+
+
+@dataclass(slots=True)
 class _Horizon:
     start: int
     compaction_id: str | None
@@ -213,6 +244,19 @@ class _Horizon:
         )
 
 
+def _fields(horizon: _Horizon) -> tuple[Any, ...]:
+    """A horizon's fields in order (its tool counts copied)."""
+    h = horizon
+    return (h.start, h.compaction_id, h.calls, h.tokens, h.turns, h.last_turn, h.seen,
+            dict(h.by_tool))  # fmt: skip
+
+
+def _horizon(fields: Sequence[Any]) -> _Horizon:
+    """The horizon :func:`_fields` read (its tool counts copied)."""
+    start, compaction_id, calls, tokens, turns, last_turn, seen, by_tool = fields
+    return _Horizon(start, compaction_id, calls, tokens, turns, last_turn, seen, dict(by_tool))
+
+
 HorizonId = tuple[int, str | None]
 """A horizon's start turn and compaction (None for a baseline point)."""
 
@@ -229,7 +273,7 @@ class RediscoveryTracker:
 
     horizon: int
     _keys: _Keys = field(default_factory=_Keys)
-    _edited: dict[int, int] = field(default_factory=dict)
+    _edited: _Edited = field(default_factory=_Edited)
     """path key -> the last turn an edit call named it."""
     _horizons: list[_Horizon] = field(default_factory=list)
     _pending: list[tuple[str, tuple[HorizonId, ...]]] = field(default_factory=list)
@@ -239,8 +283,47 @@ class RediscoveryTracker:
     their last calls (they come with the first call after the compaction)."""
     _baseline: RediscoveryBaseline = field(default_factory=RediscoveryBaseline)
 
+    STATE_FIELDS: ClassVar = (
+        "baseline",
+        "closing",
+        "edited",
+        "horizon",
+        "horizons",
+        "keys",
+        "pending",
+    )
+    """The names of :meth:`state`'s values."""
+
     def __post_init__(self) -> None:
         self.horizon = max(1, self.horizon)
+
+    def state(self) -> dict[str, Any]:
+        """What the tracker remembers, as plain values (a copy): keys as three arrays (key,
+        first turn, second turn), edited paths as two (path key, turn; oldest first),
+        horizons as tuples of their fields; :meth:`restore`
+        takes it."""
+        k = self._keys
+        return {
+            "baseline": self._baseline,
+            "closing": tuple((_fields(h), end) for h, end in self._closing),
+            "edited": (self._edited.paths[:], self._edited.turns[:]),
+            "horizon": self.horizon,
+            "horizons": tuple(map(_fields, self._horizons)),
+            "keys": (k.keys[:], k.first[:], k.second[:]),
+            "pending": tuple(self._pending),
+        }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Take what :meth:`state` returned."""
+        baseline, closing, edited, horizon, horizons, keys, pending = map(
+            state.__getitem__, self.STATE_FIELDS
+        )
+        self._baseline, self.horizon = baseline, horizon
+        self._edited = _Edited(*(column[:] for column in edited))
+        self._closing = [(_horizon(h), end) for h, end in closing]
+        self._horizons = [_horizon(h) for h in horizons]
+        self._keys = _Keys(*(column[:] for column in keys))
+        self._pending = list(pending)
 
     @property
     def baseline(self) -> RediscoveryBaseline:
@@ -327,10 +410,7 @@ class RediscoveryTracker:
             horizon.by_tool.setdefault(name, 0)
         self._keys.seen(key, turn)
         if path is not None and name.lower() in EDIT_TOOLS:
-            self._edited.pop(path, None)
-            self._edited[path] = turn
-            if len(self._edited) > MAX_PATHS:
-                del self._edited[next(iter(self._edited))]
+            self._edited.edit(path, turn)
         return name, tuple(h.ident for h in counted)
 
     def _redone(
@@ -344,7 +424,7 @@ class RediscoveryTracker:
         if second and second < horizon.start:
             return False  # a habit: repeated before the point already
         # The file changed since the point (the agent's own edit): reading it checks the edit.
-        return path is None or self._edited.get(path, -1) < horizon.start
+        return path is None or self._edited.get(path) < horizon.start
 
     def _close(
         self, due: Callable[[_Horizon], bool], end_turn: int, *, keep_baseline: bool

@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from otel_compaction.config import Settings
 from otel_compaction.lineage import text as txt
@@ -80,6 +81,9 @@ class LineageTracker:
 
     __slots__ = ("_conversation_id", "_cycle", "_known", "_records", "_settings", "_turn_index")
 
+    STATE_FIELDS: ClassVar = ("cycle", "known", "records", "turn_index")
+    """The names of :meth:`state`'s values (the id and settings are the constructor's)."""
+
     def __init__(self, conversation_id: str, settings: Settings) -> None:
         self._conversation_id = conversation_id
         self._settings = settings
@@ -87,6 +91,26 @@ class LineageTracker:
         self._known: tuple[_Known, ...] = ()
         self._cycle = CycleAccumulator()
         self._turn_index = 0
+
+    def state(self) -> dict[str, Any]:
+        """What the tracker remembers, as plain values: the records, the remembered
+        summaries as ``(compaction id, Sketch)`` pairs, the open cycle's sums (turns, new
+        content, first and last context) and the last turn; :meth:`restore` takes it."""
+        c = self._cycle
+        return {
+            "cycle": (c.turns, c.new_content_tokens, c.first_context_tokens, c.last_context_tokens),
+            "known": tuple((k.compaction_id, k.sketch) for k in self._known),
+            "records": self._records,
+            "turn_index": self._turn_index,
+        }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Take what :meth:`state` returned (of a tracker of the same id and settings)."""
+        cycle, known, records, turn_index = map(state.__getitem__, self.STATE_FIELDS)
+        self._cycle = CycleAccumulator(*cycle)
+        self._known = tuple(_Known(cid, sketch) for cid, sketch in known)
+        self._records = tuple(records)
+        self._turn_index = turn_index
 
     @property
     def records(self) -> tuple[CompactionRecord, ...]:

@@ -45,11 +45,10 @@ import dataclasses
 import hashlib
 import logging
 import time
-from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from otel_compaction._bounded import BoundedMap
+from otel_compaction._bounded import BoundedMap, RecentKeys
 from otel_compaction.analyzer import ConversationAnalyzer, ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.model import CompactionAnalysis, PhaseReport, TurnAnalysis
@@ -101,34 +100,6 @@ class Applied:
     item: Item
     turn: TurnAnalysis | None = None
     compaction: CompactionAnalysis | None = None
-
-
-class RecentKeys:
-    """A bounded set of recently seen keys (oldest forgotten first)."""
-
-    __slots__ = ("_limit", "_order", "_set")
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._set: set[int] = set()
-        self._order: deque[int] = deque()
-
-    def add(self, key: int) -> bool:
-        """Remember ``key``; False when it was already remembered."""
-        seen = self._set
-        if key in seen:
-            return False
-        if self._limit <= 0:
-            return True
-        seen.add(key)
-        order = self._order
-        order.append(key)
-        if len(order) > self._limit:
-            seen.discard(order.popleft())
-        return True
-
-    def __len__(self) -> int:
-        return len(self._set)
 
 
 class ReorderWindow:
@@ -200,8 +171,9 @@ class ConversationState:
         self.window = ReorderWindow(window)
         self._clock = clock
         self._recent = RecentKeys(dedupe_memory)
-        # The turn mark and the start (ns) of the turn that set it, per conversation.
-        self._marks: BoundedMap[str, tuple[int, int]] = BoundedMap(settings.max_conversations)
+        # The turn mark and the start (ns) of the turn that set it are the analyzer's
+        # ``mark`` and ``mark_ns``: they live and go with the conversation (a map of
+        # their own cost an entry and a tuple per conversation, about 140 bytes).
         # Only conversations resumed by a new agent process: where its numbering starts.
         self._bases: BoundedMap[str, int] = BoundedMap(settings.max_conversations)
         self._on_skip = on_skip
@@ -254,7 +226,6 @@ class ConversationState:
         """Forget conversations idle past ``conversation_idle_seconds``."""
         expired = self.registry.expire()
         for conversation_id in expired:
-            self._marks.pop(conversation_id)
             self._bases.pop(conversation_id)
         return expired
 
@@ -269,7 +240,8 @@ class ConversationState:
 
     def turn_time(self, conversation_id: str) -> int:
         """The start (ns since the epoch) of the turn at the conversation's mark (0: none)."""
-        return (self._marks.peek(conversation_id) or (0, 0))[1]
+        analyzer = self.registry.peek(conversation_id)
+        return 0 if analyzer is None else analyzer.mark_ns
 
     def tracked(self) -> list[tuple[ConversationAnalyzer, float, int]]:
         """Each tracked conversation's analyzer, idle seconds and turn mark, least recent first."""
@@ -278,8 +250,7 @@ class ConversationState:
         for conversation_id in self.registry.ids():
             analyzer = self.registry.peek(conversation_id)
             if analyzer is not None:
-                mark = (self._marks.peek(conversation_id) or (0, 0))[0]
-                out.append((analyzer, max(0.0, now - analyzer.last_seen), mark))
+                out.append((analyzer, max(0.0, now - analyzer.last_seen), analyzer.mark))
         return out
 
     def adopt(
@@ -292,7 +263,7 @@ class ConversationState:
         analyzer = self.registry.get(conversation_id)
         analyzer.last_seen = self._clock() - idle
         if mark > 0:
-            self._mark(analyzer.conversation_id, mark, turn_ns)
+            analyzer.mark, analyzer.mark_ns = mark, turn_ns
         if base > 0:
             self._bases.put(analyzer.conversation_id, base)
         return analyzer
@@ -338,7 +309,7 @@ class ConversationState:
         # local and is written back once per conversation.
         remember = self._recent.add
         conversation_id = analyzer.conversation_id
-        mark, mark_ns = self._marks.peek(conversation_id) or (0, 0)
+        mark, mark_ns = analyzer.mark, analyzer.mark_ns
         base = self._bases.peek(conversation_id) or 0
         marked = False
         for item in items:
@@ -381,7 +352,7 @@ class ConversationState:
                 analysis = dataclasses.replace(analysis, settled=settled)
             applied.append(Applied(item, turn=analysis))
         if marked:
-            self._mark(conversation_id, mark, mark_ns)
+            analyzer.mark, analyzer.mark_ns = mark, mark_ns
 
     def _resumed(self, conversation_id: str, mark: int) -> int:
         """A new agent process numbers the conversation from 1 again: continue after ``mark``."""
@@ -391,10 +362,6 @@ class ConversationState:
         )  # fmt: skip
         self._bases.put(conversation_id, mark)
         return mark
-
-    def _mark(self, conversation_id: str, mark: int, turn_ns: int) -> None:
-        # The analyzer's copy of the id: equal, and one string per conversation.
-        self._marks.put(conversation_id, (mark, turn_ns))
 
     def _compaction(self, analyzer: ConversationAnalyzer, item: Item) -> Applied | None:
         assert item.compaction is not None

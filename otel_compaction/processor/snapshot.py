@@ -108,7 +108,7 @@ class SnapshotEntry:
     conversation_id: str
     idle: float
     mark: int
-    state: codec.Restored
+    state: dict[str, Any]
     base: int = 0
     turn_ns: int = 0
 

@@ -1,21 +1,24 @@
-"""The engine's per-conversation state as JSON values: a walk over allow-listed classes.
+"""The engine's per-conversation state as JSON values, through the engine's public ``state()``.
 
-What a conversation's analyzer knows is the value of its ``__slots__`` and of
-the trackers it holds. :func:`encode_analyzer` walks them generically: every
-slot of every class in :data:`ENGINE_OBJECTS` is written, except the slots the
-constructor rebuilds from the settings (:data:`ENGINE_OBJECTS`' second column:
-locks, clocks, shared tables); the values in those slots may only be of the
-types below. :func:`decode_state` turns the JSON back into values, and
-:func:`apply_state` sets them on a freshly built analyzer of the same id and
-settings, whose derived slots stay as built.
+What a conversation's analyzer knows is :meth:`ConversationAnalyzer.state`: plain
+values, its trackers' as their own ``state()`` (the pressure and phase trackers,
+the lineage tracker, the rediscovery tracker). :func:`encode_analyzer` encodes
+that value as a list in ``STATE_FIELDS`` order (a tracker's state a list in its own:
+the names are in the digest, not on every line); the values in it may only be of the
+types below.
+:func:`decode_state` turns the JSON back into values, and :func:`apply_state`
+hands them to :meth:`ConversationAnalyzer.restore` on a freshly built analyzer
+of the same id and settings. This module reads and writes no private attribute
+of the engine's classes (``tests/processor/test_snapshot_codec.py`` checks it).
 
 Nothing goes stale silently when the engine changes: :func:`engine_digest`
-hashes the class names, slot and field names (in order), derived slots, enum
-members and the platform facts the values depend on, and a snapshot whose digest
-differs is foreign (the processor starts clean). A new slot holding a type not
-listed here makes :func:`encode_analyzer` raise ``SnapshotError`` naming it
-(the property test of ``tests/processor/test_snapshot_codec.py`` fails) until
-it is listed. A slot that keeps its name but changes its meaning must bump
+hashes the state classes' ``STATE_FIELDS`` (the names of their ``state()``
+values), the value classes' field names (in order), enum members and the
+platform facts the values depend on, and a snapshot whose digest differs is
+foreign (the processor starts clean). A ``state()`` value of a type not listed
+here makes :func:`encode_analyzer` raise ``SnapshotError`` naming it (the
+property test of ``tests/processor/test_snapshot_codec.py`` fails) until it is
+listed. A state value that keeps its name but changes its meaning must bump
 :data:`STATE_REVISION`.
 
 Value encoding (no code is ever run to read it: only the listed classes are built):
@@ -33,7 +36,7 @@ other frozenset / set                  ``{"$s": [...]}`` (sorted by their JSON t
 ``array.array``                        ``{"$a": "<typecode>", "v": [...]}``
 dict                                   ``{"$d": [[key, value], ...]}`` (order kept)
 a listed enum                          ``{"$e": "<class>", "v": <value>}``
-a listed dataclass or engine object    ``{"$o": "<class>", "v": [<fields or slots in order>]}``
+a listed dataclass                     ``{"$o": "<class>", "v": [<fields in order>]}``
 =====================================  =========================================================
 """
 
@@ -48,15 +51,13 @@ import struct
 import sys
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Final
 
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.lineage import text
-from otel_compaction.lineage.cycles import CycleAccumulator
-from otel_compaction.lineage.rediscovery import RediscoveryTracker, _Horizon, _Keys
-from otel_compaction.lineage.tracker import LineageTracker, _Known
+from otel_compaction.lineage.rediscovery import RediscoveryTracker
+from otel_compaction.lineage.tracker import LineageTracker
 from otel_compaction.model import (
     CompactionRecord,
     Cycle,
@@ -69,41 +70,27 @@ from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKin
 from otel_compaction.signals.phase import PhaseTracker
 from otel_compaction.signals.pressure import PressureTracker
 
-STATE_REVISION: Final = 1
-"""Bump when a slot keeps its name but its value changes meaning."""
+STATE_REVISION: Final = 2
+"""Bump when a state value keeps its name but changes meaning. 2: the engine's public
+``state()`` (revision 1 walked the classes' slots: such snapshots are foreign, and the
+processor starts clean)."""
 
-ENGINE_OBJECTS: Final[dict[type, frozenset[str]]] = {
-    ConversationAnalyzer: frozenset(
-        # conversation_id and last_seen are the snapshot line's own fields.
-        {
-            "_clock",
-            "_detectors",
-            "_later",
-            "_lock",
-            "_on_finding",
-            "settings",
-            "conversation_id",
-            "last_seen",
-        }
-    ),
-    PressureTracker: frozenset({"_weights"}),
-    PhaseTracker: frozenset({"_tables", "_categorize", "_rules"}),
-    LineageTracker: frozenset({"_settings", "_conversation_id"}),
-}
-"""Classes restored in place onto a fresh instance, with the slots their constructor derives."""
+STATE_CLASSES: Final = (
+    ConversationAnalyzer,
+    PressureTracker,
+    PhaseTracker,
+    LineageTracker,
+    RediscoveryTracker,
+)
+"""The engine's state objects: a snapshot holds what their ``state()`` returns."""
 
 VALUE_CLASSES: Final = (
-    CycleAccumulator,
     Pressure,
     PhaseTransition,
     CompactionRecord,
     Cycle,
     SummarizerCost,
-    _Known,
     text.Sketch,
-    RediscoveryTracker,
-    _Keys,
-    _Horizon,
     RediscoveryBaseline,
 )
 """Dataclasses rebuilt from their fields."""
@@ -118,20 +105,10 @@ class SnapshotError(ValueError):
     """A value cannot be encoded, or the JSON is not a state this engine wrote."""
 
 
-def state_slots(cls: type) -> tuple[str, ...]:
-    """The slots of an engine object that a snapshot keeps, sorted."""
-    slots: set[str] = set()
-    for klass in cls.__mro__:
-        declared = klass.__dict__.get("__slots__", ())
-        slots.update((declared,) if isinstance(declared, str) else declared)
-    return tuple(sorted(slots - ENGINE_OBJECTS[cls]))
-
-
 def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
-_OBJECTS: Final = {cls.__name__: (cls, state_slots(cls)) for cls in ENGINE_OBJECTS}
 _VALUES: Final = {cls.__name__: (cls, _field_names(cls)) for cls in VALUE_CLASSES}
 _ENUMS: Final[dict[str, type[Enum]]] = {cls.__name__: cls for cls in ENUMS}
 
@@ -140,7 +117,7 @@ def engine_digest() -> str:
     """16 hex digits naming the state layout this engine reads and writes."""
     shape = {
         "revision": STATE_REVISION,
-        "objects": [[n, s, sorted(ENGINE_OBJECTS[c])] for n, (c, s) in sorted(_OBJECTS.items())],
+        "states": sorted([cls.__name__, list(cls.STATE_FIELDS)] for cls in STATE_CLASSES),
         "values": [[name, fields] for name, (_, fields) in sorted(_VALUES.items())],
         "enums": [[name, [m.value for m in cls]] for name, cls in sorted(_ENUMS.items())],
         # The belief is native float64 bytes; sketch hashes are Python's int-tuple hash.
@@ -154,9 +131,29 @@ def engine_digest() -> str:
 # ------------------------------------------------------------------ encoding
 
 
+NESTED: Final[dict[str, tuple[str, ...]]] = {
+    "lineage": LineageTracker.STATE_FIELDS,
+    "phase_tracker": PhaseTracker.STATE_FIELDS,
+    "pressure_tracker": PressureTracker.STATE_FIELDS,
+    "rediscovery": RediscoveryTracker.STATE_FIELDS,
+}
+"""The analyzer's state values that are a tracker's ``state()`` (``rediscovery`` may be None),
+with the tracker's ``STATE_FIELDS``."""
+
+
 def encode_analyzer(analyzer: ConversationAnalyzer) -> Any:
-    """The analyzer's state as a JSON value (its id and idle time are not included)."""
-    return encode(analyzer)
+    """The analyzer's state as a JSON value (its id and idle time are not included): a list
+    of its values in ``STATE_FIELDS`` order, a tracker's state a list in its own order (the
+    names are the digest's, not repeated on every line)."""
+    state = analyzer.state()
+    return [_encode_nested(name, state[name]) for name in ConversationAnalyzer.STATE_FIELDS]
+
+
+def _encode_nested(name: str, value: Any) -> Any:
+    fields = NESTED.get(name)
+    if fields is None or value is None:
+        return encode(value)
+    return [encode(value[field]) for field in fields]
 
 
 def encode(value: Any) -> Any:
@@ -175,10 +172,9 @@ def encode(value: Any) -> Any:
     name = kind.__name__
     if _ENUMS.get(name) is kind:
         return {"$e": name, "v": value.value}
-    for table in (_OBJECTS, _VALUES):
-        entry = table.get(name)
-        if entry is not None and entry[0] is kind:
-            return {"$o": name, "v": [encode(getattr(value, n)) for n in entry[1]]}
+    entry = _VALUES.get(name)
+    if entry is not None and entry[0] is kind:
+        return {"$o": name, "v": [encode(getattr(value, n)) for n in entry[1]]}
     raise SnapshotError(
         f"cannot snapshot a {kind.__module__}.{kind.__qualname__}: "
         "list it in processor/snapshot_codec.py (or derive it in the constructor)"
@@ -209,24 +205,25 @@ _ENCODERS: Final[dict[type, Callable[[Any], Any]]] = {
 # ------------------------------------------------------------------ decoding
 
 
-@dataclass(frozen=True, slots=True)
-class Restored:
-    """A decoded engine object: the values of its state slots, to set on a fresh one."""
-
-    cls: type
-    values: dict[str, Any]
-
-
-def decode_state(raw: Any) -> Restored:
+def decode_state(raw: Any) -> dict[str, Any]:
     """The JSON of :func:`encode_analyzer` as values; ``SnapshotError`` when it is not one."""
-    restored = decode(raw)
-    if not isinstance(restored, Restored) or restored.cls is not ConversationAnalyzer:
-        raise SnapshotError("a conversation's state must be a ConversationAnalyzer object")
-    return restored
+    fields = ConversationAnalyzer.STATE_FIELDS
+    if type(raw) is not list or len(raw) != len(fields):
+        raise SnapshotError(f"a conversation's state must be a list of {len(fields)} values")
+    return {name: _decode_nested(name, value) for name, value in zip(fields, raw, strict=True)}
+
+
+def _decode_nested(name: str, raw: Any) -> Any:
+    fields = NESTED.get(name)
+    if fields is None or raw is None:
+        return decode(raw)
+    if type(raw) is not list or len(raw) != len(fields):
+        raise SnapshotError(f"{name}: expected a list of {len(fields)} values")
+    return {field: decode(value) for field, value in zip(fields, raw, strict=True)}
 
 
 def decode(raw: Any) -> Any:
-    """The inverse of :func:`encode`; engine objects come back as :class:`Restored`."""
+    """The inverse of :func:`encode`."""
     kind = type(raw)
     if kind in _PLAIN:
         return raw
@@ -251,16 +248,13 @@ _PLAIN: Final = frozenset({type(None), bool, int, float, str})
 
 def _decode_object(raw: dict[str, Any]) -> Any:
     name, items = raw["$o"], raw["v"]
-    entry = _OBJECTS.get(name) or _VALUES.get(name)
+    entry = _VALUES.get(name)
     if entry is None:
         raise SnapshotError(f"not an engine class: {name!r}")
     cls, names = entry
     if not isinstance(items, list) or len(items) != len(names):
         raise SnapshotError(f"{name}: expected {len(names)} values")
-    values = dict(zip(names, map(decode, items), strict=True))
-    if name in _OBJECTS:
-        return Restored(cls, values)
-    return cls(**values)
+    return cls(**dict(zip(names, map(decode, items), strict=True)))
 
 
 def _decode_float(raw: dict[str, Any]) -> float:
@@ -291,15 +285,13 @@ _DECODERS: Final[dict[str, Callable[[dict[str, Any]], Any]]] = {
 }
 
 
-def apply_state(target: object, restored: Restored) -> None:
-    """Set ``restored``'s values on ``target``, a fresh object of its class, recursively."""
-    if type(target) is not restored.cls:
-        raise SnapshotError(f"expected a {restored.cls.__name__}, found {type(target).__name__}")
-    for name, value in restored.values.items():
-        if isinstance(value, Restored):
-            apply_state(getattr(target, name), value)
-        else:
-            setattr(target, name, value)
+def apply_state(analyzer: ConversationAnalyzer, state: dict[str, Any]) -> None:
+    """Give ``analyzer``, freshly built, the state :func:`decode_state` read
+    (``SnapshotError`` when the engine refuses it)."""
+    try:
+        analyzer.restore(state)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SnapshotError(f"not a state this engine restores: {exc!r}") from None
 
 
 def _short(raw: Any) -> str:

@@ -15,7 +15,8 @@ import dataclasses
 import functools
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -123,6 +124,19 @@ class PhaseTracker:
         "_turns",
     )
 
+    STATE_FIELDS: ClassVar = (
+        "belief",
+        "evidence",
+        "held",
+        "held_turn",
+        "last_name",
+        "last_transition",
+        "pending_report",
+        "source",
+        "turns",
+    )
+    """The names of :meth:`state`'s values (tables, categorizer and rules are the settings')."""
+
     def __init__(self, settings: Settings) -> None:
         self._tables: FilterTables = filter_tables(
             tuple(settings.phases), settings.phase_stickiness
@@ -144,6 +158,15 @@ class PhaseTracker:
         self._evidence = 0
         self._held = -1  # index of the held phase, -1 for none
         self._held_turn = 0
+
+    def state(self) -> dict[str, Any]:
+        """What the tracker knows, as plain values: :meth:`restore` takes it."""
+        return {name: getattr(self, "_" + name) for name in self.STATE_FIELDS}
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Take what :meth:`state` returned (of a tracker built with the same settings)."""
+        for name in self.STATE_FIELDS:
+            setattr(self, "_" + name, state[name])
 
     @property
     def known(self) -> bool:

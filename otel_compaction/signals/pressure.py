@@ -16,8 +16,8 @@ from __future__ import annotations
 import functools
 import itertools
 from array import array
-from collections.abc import Sequence
-from typing import TypeAlias
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, TypeAlias
 
 from otel_compaction.config import Settings
 from otel_compaction.model import Pressure
@@ -66,12 +66,12 @@ def attention_decay(
 class PressureTracker:
     """Keeps the last K tool-output sizes of one conversation and reports its pressure.
 
-    The sizes are kept as 64-bit integers (``array('q')``: 8 bytes a size where
-    a tuple of ints takes 36), or as a tuple when one does not fit; once K are
-    kept, a turn's tool outputs are shifted into the array in place, whose
+    The sizes are kept as 32-bit integers (``array('i')``: 4 bytes a size where
+    a tuple of ints takes 36; 64-bit when one needs it), or as a tuple when one
+    does not fit; once K are kept, a turn's tool outputs are shifted into the array in place, whose
     allocation stays exactly K long (appending would over-allocate). An int
     subclass such as ``bool`` reads back as a plain ``int``. An idle conversation keeps
-    about 150 bytes here (none before its first tool output), where a
+    about 100 bytes here (none before its first tool output), where a
     ``deque(maxlen=K)`` took about 760. The last pressure is kept as its
     inputs and rebuilt when asked for (:attr:`last`), not as an object.
 
@@ -80,6 +80,9 @@ class PressureTracker:
     """
 
     __slots__ = ("_context_tokens", "_kept", "_sizes", "_weights", "_window")
+
+    STATE_FIELDS: ClassVar = ("context_tokens", "kept", "sizes", "window")
+    """The names of :meth:`state`'s values (the weights are derived from the settings)."""
 
     def __init__(self, settings: Settings) -> None:
         # decay**j for j < K, shared; K is its length.
@@ -132,6 +135,22 @@ class PressureTracker:
             self._kept = self.last
         self._sizes = ()
 
+    def state(self) -> dict[str, Any]:
+        """What the tracker remembers, as plain values (a copy): :meth:`restore` takes it."""
+        return {
+            "context_tokens": self._context_tokens,
+            "kept": self._kept,
+            "sizes": self._sizes[:],
+            "window": self._window,
+        }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Take what :meth:`state` returned (of a tracker built with the same settings)."""
+        context_tokens, kept, sizes, window = map(state.__getitem__, self.STATE_FIELDS)
+        self._context_tokens, self._kept, self._sizes, self._window = (
+            context_tokens, kept, sizes[:], window
+        )  # fmt: skip
+
     @property
     def recent_tool_outputs(self) -> tuple[int, ...]:
         """The remembered tool-output sizes, oldest first (at most K)."""
@@ -146,7 +165,7 @@ def _appended(sizes: Sizes, new: Sequence[int], k: int) -> Sizes:
     n = len(new)
     if isinstance(sizes, array) and len(sizes) == k and n <= k:
         try:
-            tail = array("q", new)
+            tail = array(sizes.typecode, new)
         except (OverflowError, TypeError):
             pass
         else:
@@ -158,11 +177,14 @@ def _appended(sizes: Sizes, new: Sequence[int], k: int) -> Sizes:
 
 
 def _packed(sizes: tuple[int, ...]) -> Sizes:
-    """``sizes`` as 64-bit integers, or as given when one is not an int that fits."""
-    try:
-        return array("q", sizes)
-    except (OverflowError, TypeError):
-        return sizes
+    """``sizes`` as 32-bit integers (4 bytes a size: 40 bytes an idle conversation saves at
+    K = 10), else 64-bit, or as given when one is not an int that fits."""
+    for typecode in ("i", "q"):
+        try:
+            return array(typecode, sizes)
+        except (OverflowError, TypeError):
+            continue
+    return sizes
 
 
 @functools.lru_cache(maxsize=16)

@@ -6,9 +6,10 @@ import copy
 import dataclasses
 from typing import Any
 
+from otel_compaction._bounded import RecentKeys
 from otel_compaction.config import Settings
 from otel_compaction.otlp.extract import Item, ItemKind, spans_to_items
-from otel_compaction.otlp.state import Applied, ConversationState, RecentKeys, ReorderWindow
+from otel_compaction.otlp.state import Applied, ConversationState, ReorderWindow
 from otel_compaction.semconv import ProcessorReason
 from tests.processor.golden import TESTDATA, read_requests
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import json
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -11,9 +14,13 @@ from hypothesis import strategies as st
 
 from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
+from otel_compaction.lineage.rediscovery import RediscoveryTracker
+from otel_compaction.lineage.tracker import LineageTracker
 from otel_compaction.model import CompactionObservation, PhaseReport, Pressure, TurnObservation
 from otel_compaction.processor import snapshot_codec as codec
 from otel_compaction.semconv import CompactionMode, CompactionSource
+from otel_compaction.signals.phase import PhaseTracker
+from otel_compaction.signals.pressure import PressureTracker
 from otel_compaction.signals.tools import ToolCategory
 
 SETTINGS = Settings()
@@ -174,24 +181,92 @@ def test_an_unlisted_type_is_refused_by_name(value: object) -> None:
         codec.encode(value)
 
 
-def test_derived_slots_name_real_slots_and_the_rest_are_kept() -> None:
-    """Every slot of a listed engine class is either kept or rebuilt by its constructor."""
-    for cls, derived in codec.ENGINE_OBJECTS.items():
-        slots = {s for klass in cls.__mro__ for s in klass.__dict__.get("__slots__", ())}
-        assert derived <= slots, (cls.__name__, derived - slots)
-        assert set(codec.state_slots(cls)) == slots - derived
+DERIVED: dict[type, set[str]] = {
+    ConversationAnalyzer: {
+        "_flags", "_lock", "_setup", "conversation_id", "last_seen", "mark", "mark_ns",
+    },
+    PressureTracker: {"_weights"},
+    PhaseTracker: {"_tables", "_categorize", "_rules"},
+    LineageTracker: {"_settings", "_conversation_id"},
+    RediscoveryTracker: set(),
+}  # fmt: skip
+"""The slots each state class's constructor rebuilds (the id, idle clock and turn mark are the
+line's own fields)."""
 
 
-def test_the_engine_digest_changes_when_a_tracker_gains_a_slot(
+FLAGS: dict[type, set[str]] = {
+    ConversationAnalyzer: {"compacted_pending", "judged_ineffective", "livelocked", "phase_known"}
+}
+"""State values kept as bits of the ``_flags`` slot."""
+
+
+def _slots(cls: type) -> set[str]:
+    return {s for klass in cls.__mro__ for s in klass.__dict__.get("__slots__", ())}
+
+
+@pytest.mark.parametrize("cls", codec.STATE_CLASSES, ids=lambda c: c.__name__)
+def test_every_slot_of_a_state_class_is_in_its_state_or_derived(cls: type) -> None:
+    """A state class's slots are its ``STATE_FIELDS`` (as ``name`` or ``_name``) and the ones
+    its constructor derives: a new slot left out of ``state()`` fails here."""
+    fields = set(cls.STATE_FIELDS) - FLAGS.get(cls, set())  # type: ignore[attr-defined]
+    kept = {slot for slot in _slots(cls) if slot.lstrip("_") in fields}
+    assert {slot.lstrip("_") for slot in kept} == fields
+    assert kept | DERIVED[cls] == _slots(cls)
+
+
+def test_state_returns_exactly_the_state_fields() -> None:
+    """``state()`` of an analyzer that used every tracker names exactly ``STATE_FIELDS``, its
+    trackers' states theirs."""
+    analyzer = ConversationAnalyzer("conv", SETTINGS)
+    analyzer.observe_turn(TurnObservation(1_000, tool_calls=("bash",), tool_arguments=("ls",)))
+    state = analyzer.state()
+    assert tuple(sorted(state)) == ConversationAnalyzer.STATE_FIELDS
+    nested = {"lineage": LineageTracker, "phase_tracker": PhaseTracker,
+              "pressure_tracker": PressureTracker, "rediscovery": RediscoveryTracker}  # fmt: skip
+    for name, cls in nested.items():
+        assert tuple(sorted(state[name])) == cls.STATE_FIELDS  # type: ignore[attr-defined]
+
+
+def test_the_engine_digest_changes_when_a_tracker_gains_a_state_field(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A snapshot of another engine layout cannot be mistaken for this one's."""
     before = codec.engine_digest()
     assert codec.engine_digest() == before
-    name = "PressureTracker"
-    cls, slots = codec._OBJECTS[name]
-    monkeypatch.setitem(codec._OBJECTS, name, (cls, (*slots, "_new_field")))
+    monkeypatch.setattr(PressureTracker, "STATE_FIELDS", (*PressureTracker.STATE_FIELDS, "new"))
     assert codec.engine_digest() != before
+
+
+_OWN_DUNDERS = {"__name__", "__module__", "__qualname__", "__getitem__"}
+
+
+def test_the_codec_reads_and_writes_no_private_attribute() -> None:
+    """``snapshot_codec.py`` names no ``_private`` attribute of any object, imports no private
+    name, and never sets, deletes or lists an object's attributes: the engine's state goes
+    through its public ``state()``/``restore()``."""
+    tree = ast.parse(Path(codec.__file__).read_text(encoding="utf-8"))
+    offenders = [found for node in ast.walk(tree) if (found := _private_use(node))]
+    assert not offenders
+
+
+def _private_use(node: ast.AST) -> str | None:
+    """What ``node`` does with another object's private parts, if anything."""
+    if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+        return None if node.attr in _OWN_DUNDERS else f"line {node.lineno}: .{node.attr}"
+    if isinstance(node, ast.ImportFrom):
+        private = [a.name for a in node.names if a.name.startswith("_")]
+        return f"line {node.lineno}: import {private}" if private else None
+    calls = isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    if calls and node.func.id in {"setattr", "delattr", "vars"}:  # type: ignore[attr-defined]
+        return f"line {node.lineno}: {node.func.id}()"  # type: ignore[attr-defined]
+    return None
+
+
+def test_the_value_classes_have_only_public_fields() -> None:
+    """The dataclasses the codec rebuilds from their fields (it reads them by name) have no
+    private field."""
+    for cls in codec.VALUE_CLASSES:
+        assert not [f.name for f in dataclasses.fields(cls) if f.name.startswith("_")], cls
 
 
 @pytest.mark.parametrize(
@@ -199,6 +274,8 @@ def test_the_engine_digest_changes_when_a_tracker_gains_a_slot(
     [
         {"$o": "os.system", "v": []},
         {"$o": "ConversationAnalyzer", "v": [1]},
+        {"$d": [["turn_index", 1]]},
+        [1],
         {"$x": 1},
         {"$f": "1e3"},
         {"$b": "not base64!"},
