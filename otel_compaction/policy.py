@@ -33,7 +33,7 @@ from otel_compaction.model import PhaseEstimate
 from otel_compaction.semconv import AdviceAction, ErrorStage
 
 if TYPE_CHECKING:
-    from otel_compaction.analyzer import ConversationAnalyzer
+    from otel_compaction.engine import ConversationAnalyzer
 
 __all__ = [
     "Advice",

@@ -8,9 +8,9 @@ import threading
 import pytest
 
 from otel_compaction import semconv as sc
-from otel_compaction.analyzer import ConversationAnalyzer, ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.emit.attributes import compaction_attributes
+from otel_compaction.engine import ConversationAnalyzer, ConversationRegistry
 from otel_compaction.model import (
     CompactionObservation,
     Finding,

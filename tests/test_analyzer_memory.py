@@ -5,8 +5,8 @@ from __future__ import annotations
 import gc
 import tracemalloc
 
-from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationRegistry
 from otel_compaction.model import CompactionObservation, TurnObservation
 from otel_compaction.semconv import CompactionSource
 

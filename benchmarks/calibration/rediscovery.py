@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationRegistry
 from otel_compaction.model import CompactionAnalysis, Rediscovery, RediscoveryBaseline
 from otel_compaction.semconv import FindingKind
 from otel_compaction.transcripts import (

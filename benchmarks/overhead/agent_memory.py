@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._meta import commit, now
-from otel_compaction.analyzer import ConversationAnalyzer, ConversationRegistry
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationAnalyzer, ConversationRegistry
 from otel_compaction.model import CompactionObservation, TurnObservation
 from otel_compaction.semconv import CompactionSource
 

@@ -70,7 +70,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("complete (response read, finish)", "otel_compaction.instrument._wrappers", "complete"),
     Stage("finish (analysis, telemetry, end)", _CALL, "InferenceCall.finish"),
     Stage("turn (observation and analysis)", _CALL, "InferenceCall._turn"),
-    Stage("observe_turn", "otel_compaction.analyzer", "ConversationAnalyzer.observe_turn"),
+    Stage("observe_turn", "otel_compaction.engine.analyzer", "ConversationAnalyzer.observe_turn"),
     Stage("turn attributes", _CALL, "turn_attributes"),
     Stage("three histogram records (SDK)", _CALL, "InferenceCall._usage_metrics"),
     Stage(

@@ -49,8 +49,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from benchmarks._meta import ROOT, commit, now, replace_block, results_file
 from benchmarks.processor.payloads import count_spans, payloads
-from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.model import TurnObservation
 from otel_compaction.otlp.decode import Signal, parse_protobuf
 from otel_compaction.otlp.extract import spans_to_items

@@ -22,8 +22,8 @@ from opentelemetry.trace import Span
 
 from otel_compaction import semconv as sc
 from otel_compaction._once import Once
-from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.emit.attributes import transition_event_attributes, turn_attributes
+from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.inference.history import Placement
 from otel_compaction.inference.messages import value_digest
 from otel_compaction.instrument import _scope as scope

@@ -21,7 +21,7 @@ from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
 from otel_compaction import semconv as sc
-from otel_compaction.analyzer import ConversationAnalyzer
+from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.inference.history import Placement
 from otel_compaction.inference.messages import describe, text_of
 from otel_compaction.inference.rewrite import Rewrite

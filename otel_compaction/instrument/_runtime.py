@@ -20,9 +20,9 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import SpanContext, TracerProvider
 
 from otel_compaction._bounded import BoundedMap
-from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.emit.metrics import CompactionMetrics
+from otel_compaction.engine import ConversationRegistry
 from otel_compaction.instrument._ambient import process_tracker
 from otel_compaction.instrument._guard import Guard
 from otel_compaction.model import CompactionAnalysis, Finding

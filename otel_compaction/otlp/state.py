@@ -49,8 +49,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from otel_compaction._bounded import BoundedMap, RecentKeys
-from otel_compaction.analyzer import ConversationAnalyzer, ConversationRegistry
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationAnalyzer, ConversationRegistry
 from otel_compaction.model import CompactionAnalysis, PhaseReport, TurnAnalysis
 from otel_compaction.otlp.extract import Item, ItemKind
 from otel_compaction.otlp.inferred import CallInference, LooseGrouper

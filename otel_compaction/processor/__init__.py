@@ -1,7 +1,7 @@
 """The compaction processor: an OTLP service behind the OpenTelemetry Collector.
 
 The fleet half of the product: the same engine as in process
-(``otel_compaction.analyzer``), fed from the span stream of many agents. Reading
+(``otel_compaction.engine``), fed from the span stream of many agents. Reading
 and writing OTLP (decode, extract, ``ConversationState``) is the library
 ``otel_compaction.otlp``, shared with ``analyze``; this package is the service
 around it::

@@ -69,8 +69,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from otel_compaction import _files as files
-from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.otlp.state import ConversationState
 from otel_compaction.processor import snapshot_codec as codec
 from otel_compaction.semconv import SnapshotReason

@@ -54,7 +54,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any, Final
 
-from otel_compaction.analyzer import ConversationAnalyzer
+from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.lineage import text
 from otel_compaction.lineage.rediscovery import RediscoveryTracker
 from otel_compaction.lineage.tracker import LineageTracker

@@ -16,8 +16,8 @@ from typing import Any
 
 from opentelemetry.sdk.resources import SERVICE_NAME
 
-from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationRegistry
 from otel_compaction.model import (
     CompactionAnalysis,
     Rediscovery,

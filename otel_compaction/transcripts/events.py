@@ -1,7 +1,7 @@
 """What a reader yields: the engine's inputs, per conversation, in the order they happened.
 
 A reader turns one file into a stream of :data:`Event` values. Feeding them, in
-order, to a :class:`~otel_compaction.analyzer.ConversationRegistry` (see
+order, to a :class:`~otel_compaction.engine.ConversationRegistry` (see
 :mod:`otel_compaction.transcripts.replay`) gives the same analysis the live
 instrumentation would have made; ``otel-compaction import`` also turns them
 back into spans, which is why a turn carries the call's own figures

@@ -18,8 +18,8 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
-from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationRegistry
 from otel_compaction.model import TurnAnalysis
 from otel_compaction.semconv import SCHEMA_URL
 from otel_compaction.transcripts import read_transcript

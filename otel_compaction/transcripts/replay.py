@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from otel_compaction.analyzer import ConversationRegistry
+from otel_compaction.engine import ConversationRegistry
 from otel_compaction.model import CompactionAnalysis, TurnAnalysis
 from otel_compaction.transcripts.events import (
     CompactionEvent,

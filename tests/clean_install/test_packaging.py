@@ -24,7 +24,7 @@ def test_sdist_holds_the_package_and_the_readme(dist: Path) -> None:
 def test_wheel_installs_with_its_entry_points_and_types(core_env: CleanEnv) -> None:
     """In a new venv the wheel imports, registers its instrumentor and the distro, has py.typed."""
     probe = (
-        "import otel_compaction, otel_compaction.policy, otel_compaction.analyzer;"
+        "import otel_compaction, otel_compaction.policy, otel_compaction.engine;"
         "from importlib.metadata import entry_points;"
         "print(sorted(e.name for e in entry_points(group='opentelemetry_instrumentor')));"
         "print(sorted(e.name for e in entry_points(group='opentelemetry_configurator')))"

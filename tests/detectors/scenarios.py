@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import accumulate
 
-from otel_compaction.analyzer import ConversationAnalyzer, ConversationRegistry
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationAnalyzer, ConversationRegistry
 from otel_compaction.model import (
     CompactionAnalysis,
     CompactionObservation,

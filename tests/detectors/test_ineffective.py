@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
 from otel_compaction.detectors import DEFAULT_DETECTORS, INEFFECTIVE_DETECTOR, Detector
 from otel_compaction.detectors.ineffective import refilled, trigger_fraction
+from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.model import (
     CompactionAnalysis,
     CompactionObservation,

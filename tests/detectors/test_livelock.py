@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
 from otel_compaction.detectors import cadence_verdict, no_progress, reexpansion_livelock
+from otel_compaction.engine import ConversationRegistry
 from otel_compaction.model import CompactionObservation, CompactionRecord, TurnObservation
 from otel_compaction.policy import CompactionReexpansionError, check_compaction_health
 from otel_compaction.semconv import CompactionMode, CompactionSource, FindingKind

@@ -13,9 +13,9 @@ import pytest
 from opentelemetry import trace
 
 from otel_compaction import semconv as sc
-from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
 from otel_compaction.emit.metrics import CompactionMetrics
+from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.inference import _rewrites, history
 from otel_compaction.instrument import (
     CompactionInstrumentor,

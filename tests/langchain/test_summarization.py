@@ -8,8 +8,8 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from otel_compaction import semconv as sc
-from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.instrument import conversation
 from otel_compaction.instrument.langchain import CompactionCallbackHandler
 from otel_compaction.model import CompactionObservation, TurnObservation

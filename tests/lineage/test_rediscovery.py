@@ -7,8 +7,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.lineage.rediscovery import (
     RediscoveryTracker,
     call_key,

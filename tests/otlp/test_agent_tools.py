@@ -10,8 +10,8 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from otel_compaction import semconv as sc
-from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.model import CompactionObservation, Rediscovery, TurnObservation
 from otel_compaction.otlp.agent_events import logs_to_items
 from otel_compaction.otlp.agent_tools import AgentTools

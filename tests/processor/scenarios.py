@@ -30,9 +30,9 @@ from opentelemetry.trace import SpanKind, set_span_in_context
 from opentelemetry.util.types import AttributeValue
 
 from otel_compaction import semconv as sc
-from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
 from otel_compaction.emit.attributes import compaction_attributes, turn_attributes
+from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.model import (
     CompactionObservation,
     Finding,

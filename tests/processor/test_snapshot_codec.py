@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.lineage.rediscovery import RediscoveryTracker
 from otel_compaction.lineage.tracker import LineageTracker
 from otel_compaction.model import CompactionObservation, PhaseReport, Pressure, TurnObservation

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from otel_compaction.analyzer import ConversationAnalyzer
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.model import (
     CompactionAnalysis,
     CompactionObservation,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from otel_compaction.analyzer import ConversationAnalyzer
+from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.model import TurnAnalysis, TurnObservation
 from otel_compaction.report.sample import MAX_SAMPLED, TurnSample
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationRegistry
 from otel_compaction.semconv import CompactionMode, CompactionSource
 from otel_compaction.transcripts import (
     CompactionEvent,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationRegistry
 from otel_compaction.model import TurnObservation
 from otel_compaction.transcripts import Diagnostics, read_otlp
 from otel_compaction.transcripts.importer import import_files

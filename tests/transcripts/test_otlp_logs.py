@@ -12,8 +12,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from otel_compaction import semconv as sc
-from otel_compaction.analyzer import ConversationRegistry
 from otel_compaction.config import Settings
+from otel_compaction.engine import ConversationRegistry
 from otel_compaction.model import CompactionObservation, TurnObservation
 from otel_compaction.report.build import analyze_files
 from otel_compaction.semconv import CompactionSource

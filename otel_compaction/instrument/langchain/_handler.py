@@ -29,7 +29,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import LLMResult
 
-from otel_compaction.analyzer import ConversationAnalyzer, ConversationRegistry
+from otel_compaction.engine import ConversationAnalyzer, ConversationRegistry
 from otel_compaction.instrument._framework import FrameworkCall, enter_call, exit_call
 from otel_compaction.instrument._guard import Guard
 from otel_compaction.instrument._runtime import Runtime

@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from otel_compaction.analyzer import ConversationAnalyzer
+from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.instrument.langchain import _messages as msg
 from otel_compaction.instrument.langchain._scan import InputScan
 from otel_compaction.instrument.langchain._state import ConversationMemory
