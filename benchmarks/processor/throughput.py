@@ -95,11 +95,14 @@ Runs = dict[str, list[dict[str, float]]]
 """Per system key, one row of figures per round."""
 
 
-def _no_skips(system: System, work: Path) -> None:
+def _no_skips(system: System, work: Path) -> float:
     """Our processor's runs: nothing skipped as ``duplicate`` or ``late`` (its ``/metrics``,
-    read while it runs)."""
-    if system.key.startswith("B"):
-        check_run(work, system.key)
+    read while it runs), but for the late turns of a run without a reorder window, whose
+    count is returned (0 for every other run)."""
+    if not system.key.startswith("B"):
+        return 0.0
+    window_free = system.key == "B0"
+    return check_run(work, system.key, late_allowed=window_free)["late"]
 
 
 def _peak_run(system: System, sink: Sink, data: list[bytes], total: int, passes: tuple[int, int],
@@ -161,12 +164,12 @@ def _run_latency(
                 samples, sent = latencies(sut, sink, requests, rate=rate,
                                           warmup=timing["warmup"], seconds=timing["latency"],
                                           spans_per_request=SPANS_PER_REQUEST)  # fmt: skip
-                _no_skips(system, run)
+                late = _no_skips(system, run)
             delivered(sink, sent, f"latency run of {system.key} in {run}")
             samples.sort()
             row = {"p50_ms": 1000 * statistics.median(samples),
                    "p99_ms": 1000 * samples[int(0.99 * (len(samples) - 1))],
-                   "requests": len(samples)}  # fmt: skip
+                   "requests": len(samples), "late_turns": late}  # fmt: skip
             out[system.key].append(row)
             print(f"round {r + 1} latency {system.key} at {rate:,.0f} spans/s: p50 "
                   f"{row['p50_ms']:.1f} ms, p99 {row['p99_ms']:.1f} ms", flush=True)  # fmt: skip

@@ -39,6 +39,14 @@ INEFFECTIVE_TRUTH = (
     "trigger in turns of the cycle's growth); the harness counts both: investigate the seed."
 )
 NOT_FOUND = "the compactions are mostly not found (see found)."
+RESPONSES_DEFERRED = (
+    "on the Responses wires, a compaction item returned by responses.create is observed with "
+    "the next call: the compacting call's usage may count the context before or after it "
+    "(docs/instrumentation.md#compactions), so the next call's input gives the size after and "
+    "the compaction takes that call's turn, one after the harness's; the Anthropic wires, "
+    "whose usage says, score 100%. Placing it on its own call with the size settled one call "
+    "later needs the engine to settle a compaction on a later turn than its own."
+)
 TEMPLATE = (
     "a summary written in a fixed template (Claude Code's nine headings) shares its headings "
     "and the restated task with every other summary of the conversation: an earlier one with "
@@ -49,6 +57,10 @@ TEMPLATE = (
 )
 
 KNOWN_LIMITS: dict[tuple[str, str], str] = {
+    ("server_side", "found"): RESPONSES_DEFERRED,
+    ("server_side", "mode"): RESPONSES_DEFERRED,
+    ("server_side", "generation"): RESPONSES_DEFERRED,
+    ("server_side", "boundary_compaction"): RESPONSES_DEFERRED,
     ("*", "size_after"): FOLLOWS_FOUND,
     ("*", "summary_schema_coverage"): FOLLOWS_FOUND,
     ("*", "ineffective_compaction"): INEFFECTIVE_TRUTH,
