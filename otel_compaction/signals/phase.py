@@ -4,7 +4,7 @@
 :mod:`~otel_compaction.signals.phase_model` once per turn, and takes the
 agent's own reports (:class:`~otel_compaction.model.PhaseReport`) as the belief
 whenever they come. Per turn it costs one 4x4 matrix-vector product and a few
-vector operations, in numpy, memoized by
+vector operations, done on plain floats with the tables of
 :class:`~otel_compaction.signals.phase_model.FilterTables`, shared by every
 tracker with the same settings; a tracker itself holds little more than its belief.
 """
@@ -15,6 +15,7 @@ import dataclasses
 import functools
 import logging
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -29,7 +30,7 @@ from otel_compaction.signals.phase_model import (
     FloatArray,
     Floats,
     filter_tables,
-    normalize,
+    normalize_floats,
 )
 from otel_compaction.signals.pressure import clip01
 from otel_compaction.signals.tools import ToolCategorizer, ToolCategory
@@ -65,7 +66,7 @@ def reported_floats(report: PhaseReport, phases: Sequence[str]) -> Floats | None
     if report.distribution:
         weights = [_finite(report.distribution.get(name, 0.0)) for name in phases]
         if sum(weights) > 0.0:
-            return tuple(normalize(weights).tolist())
+            return normalize_floats(weights)
     if report.name not in phases:
         return None
     k = len(phases)
@@ -300,11 +301,11 @@ class PhaseTracker:
         if held < 0:
             # No phase held: no evidence of change, the model's base rate.
             return dataclasses.replace(
-                estimate, transition_likelihood=1.0 - float(self._tables.transitions[top, top])
+                estimate, transition_likelihood=1.0 - self._tables.columns[top][top]
             )
         likelihood = estimate.transition_likelihood  # the flip of the held phase itself
         if held != top:
-            likelihood = clip01(1.0 - self._tables.stay(q, held))
+            likelihood = clip01(1.0 - sum(map(operator.mul, q, self._tables.columns[held])))
         return dataclasses.replace(
             estimate,
             transition_likelihood=likelihood,

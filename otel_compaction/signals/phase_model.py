@@ -6,19 +6,18 @@ of each turn. Everything here is a pure function of its arguments; the stateful
 filter is :class:`~otel_compaction.signals.phase.PhaseTracker`. The formulas and
 worked numbers are in ``docs/signals.md``.
 
-The filter is numpy's, one form: the matrices are arrays, and :class:`FilterTables`
-runs every step through the functions below. What keeps it cheap on the instrumented
-call path is not the arithmetic but the memo: a step is a pure function of the belief
-and the turn's evidence, both recur, so :meth:`FilterTables.advance` computes few of
-them (a paired A/B of the call path against a plain-float filter found no difference,
-``docs/signals.md``). The plain-float arithmetic lives on as the tests' oracle
-(``tests/signals/filter_oracle.py``).
+The matrices are numpy arrays (the public, documented form). The per-turn filter
+runs on :class:`FilterTables`, the same numbers as tuples of Python floats: for
+K = 4 a numpy call costs more than the arithmetic it does (about 1 µs each, a
+dozen per turn), while plain floats do the whole step in a few microseconds.
+Both forms give the same results to rounding (about 1e-15).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import operator
 import struct
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
@@ -30,6 +29,7 @@ import numpy.typing as npt
 from otel_compaction._bounded import BoundedMap
 from otel_compaction.model import PhaseEstimate
 from otel_compaction.semconv import PhaseSource
+from otel_compaction.signals.pressure import clip01
 from otel_compaction.signals.tools import CATEGORIES, ToolCategory
 
 FloatArray = npt.NDArray[np.float64]
@@ -220,7 +220,7 @@ def flip_probability(q: FloatArray, transitions: FloatArray) -> float:
 
 
 Floats = tuple[float, ...]
-"""A distribution over the phases as plain floats (what a ``PhaseEstimate`` carries)."""
+"""A distribution or likelihood over the phases as plain floats (the filter's hot form)."""
 
 _StepKey = tuple[bytes, tuple[ToolCategory, ...]]
 """A filter step's memo key: the packed belief and the turn's evidence."""
@@ -229,18 +229,22 @@ _MAX_CACHED_STEPS = 1024
 
 
 class FilterTables:
-    """The model of one (phases, stickiness), and its filter memoized, for the trackers.
+    """The transition and emission matrices as tuples of floats, for the per-turn filter.
 
     Built once per (phases, stickiness) by :func:`filter_tables` and shared
     read-only by every tracker with those settings. Its methods are the pure
-    functions of this module on a belief given as ``Floats`` (the trackers keep it
-    packed by :attr:`codec`); :meth:`estimate` gathers those a tracker reports.
+    functions of this module on ``Floats`` instead of arrays, with the same
+    results to rounding; :meth:`estimate` gathers those a tracker reports.
     """
 
     __slots__ = (
+        "_columns",
+        "_emission_columns",
         "_evidence",
+        "_log_k",
         "_steps",
         "codec",
+        "columns",
         "emissions",
         "k",
         "phases",
@@ -250,30 +254,59 @@ class FilterTables:
 
     def __init__(self, phases: tuple[str, ...], stickiness: float) -> None:
         self.phases = phases
-        self.transitions = transition_matrix(len(phases), stickiness)
-        self.emissions = emission_matrix(phases)
+        self.transitions = transitions = transition_matrix(len(phases), stickiness)
+        self.emissions = emissions = emission_matrix(phases)
         self.k = len(phases)
-        self._evidence: BoundedMap[tuple[ToolCategory, ...], FloatArray] = BoundedMap(
+        # Column j of A: the one-step prediction (b A)_j is sum_i b_i A[i, j].
+        self._columns: tuple[Floats, ...] = tuple(
+            tuple(float(x) for x in transitions[:, j]) for j in range(self.k)
+        )
+        self.columns = self._columns
+        """Column j of A as floats: ``sum(p_i * columns[j][i])`` is ``(p A)_j``."""
+        self._emission_columns: dict[ToolCategory, Floats] = {
+            category: tuple(float(x) for x in emissions[:, index])
+            for category, index in _COLUMN.items()
+        }
+        self._evidence: BoundedMap[tuple[ToolCategory, ...], Floats] = BoundedMap(
             _MAX_CACHED_EVIDENCE
         )
         self._steps: BoundedMap[_StepKey, tuple[bytes, PhaseEstimate]] = BoundedMap(
             _MAX_CACHED_STEPS
         )
+        self._log_k = math.log(self.k) if self.k > 1 else 0.0
         self.uniform: Floats = (1.0 / self.k,) * self.k
         # A distribution as k native float64s in bytes, the trackers' form: exact,
         # smaller than an array('d') and quicker to pack and unpack.
         self.codec = struct.Struct(f"{self.k}d")
 
-    def likelihood(self, categories: Sequence[ToolCategory]) -> FloatArray:
-        """:func:`turn_likelihood` (cached by evidence: few distinct turns recur)."""
-        return self._evidence.cached(tuple(categories), self._turn_likelihood)
+    def likelihood(self, categories: Sequence[ToolCategory]) -> Floats:
+        """:func:`turn_likelihood` as floats (cached by evidence: few distinct turns recur)."""
+        return self._evidence.cached(tuple(categories), self._mean_column)
 
-    def _turn_likelihood(self, categories: tuple[ToolCategory, ...]) -> FloatArray:
-        return turn_likelihood(self.emissions, categories)
+    def _mean_column(self, categories: tuple[ToolCategory, ...]) -> Floats:
+        if not categories:
+            return self._emission_columns[ToolCategory.NONE]
+        if len(categories) == 1:
+            return self._emission_columns[categories[0]]
+        columns = [self._emission_columns[c] for c in categories]
+        n = len(columns)
+        out = []
+        for i in range(self.k):
+            total = 0.0
+            for column in columns:
+                total += column[i]
+            out.append(total / n)
+        return tuple(out)
 
-    def step(self, belief: Sequence[float], likelihood: FloatArray) -> Floats:
+    def step(self, belief: Sequence[float], likelihood: Floats) -> Floats:
         """:func:`filter_step`: ``b' ∝ (b A) ⊙ L``; the prediction when L is zero everywhere."""
-        return tuple(filter_step(np.asarray(belief), self.transitions, likelihood).tolist())
+        mul = operator.mul
+        predicted = [sum(map(mul, belief, column)) for column in self._columns]
+        posterior = list(map(mul, predicted, likelihood))
+        total = sum(posterior)
+        if not total > 0.0:
+            return normalize_floats(predicted)
+        return tuple([x / total for x in posterior])
 
     def advance(
         self, packed: bytes, evidence: tuple[ToolCategory, ...]
@@ -294,23 +327,38 @@ class FilterTables:
         return self.codec.pack(*belief), self.estimate(belief, PhaseSource.INFERRED)
 
     def estimate(self, q: Floats, source: PhaseSource) -> PhaseEstimate:
-        """The estimate of the distribution ``q``: its most likely phase (the first on
-        ties), :func:`entropy_of_distribution` and :func:`flip_probability`.
+        """The estimate of the distribution ``q``: its most likely phase, entropy and flip.
 
-        ``q`` is a distribution (finite, non-negative).
+        ``q`` is a distribution (finite, non-negative). The phase is the first
+        most likely one on ties (as ``numpy.argmax``); the entropy is
+        :func:`entropy_of_distribution` and the flip probability
+        :func:`flip_probability`, on floats.
         """
-        array = np.asarray(q, dtype=np.float64)
-        c = int(np.argmax(array))
-        entropy = entropy_of_distribution(array)
-        flip = flip_probability(array, self.transitions)
+        c = q.index(max(q))
+        entropy = 0.0
+        if self.k > 1:
+            h: float
+            try:  # the filter's beliefs have no zero
+                h = -sum(map(operator.mul, q, map(math.log, q)))
+            except ValueError:  # log(0): 0 log 0 counts as 0
+                h = -sum([x * math.log(x) for x in q if x > 0.0])
+            entropy = clip01(h / self._log_k)
+        flip = clip01(1.0 - sum(map(operator.mul, q, self._columns[c])))
         return PhaseEstimate(self.phases[c], q[c], entropy, flip, source, q, self.phases)
-
-    def stay(self, p: Floats, phase: int) -> float:
-        """``(p A)_phase``: the probability that the next turn is in ``phase``."""
-        return float(np.dot(np.asarray(p, dtype=np.float64), self.transitions[:, phase]))
 
 
 @functools.lru_cache(maxsize=32)
 def filter_tables(phases: tuple[str, ...], stickiness: float) -> FilterTables:
     """The shared :class:`FilterTables` of ``phases`` with ``stickiness``."""
     return FilterTables(phases, stickiness)
+
+
+def normalize_floats(weights: Sequence[float]) -> Floats:
+    """:func:`normalize` returning floats: NaN, infinite and negative weights count as 0."""
+    w = [float(x) if math.isfinite(x) and x > 0.0 else 0.0 for x in weights]
+    top = max(w, default=0.0)
+    if not top > 0.0:
+        return (1.0 / max(len(w), 1),) * len(w)
+    w = [x / top for x in w]  # scale first: a sum of huge weights must not overflow
+    total = sum(w)
+    return tuple([x / total for x in w])
