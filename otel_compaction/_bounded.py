@@ -18,7 +18,7 @@ keeps the newest history whatever its size and updates its indexes as it forgets
 immutable, hashable arguments, kept because it is the standard library's thread-safe
 memo over several arguments and needs no wrapper of ours. Eight are keyed by
 configuration (a handful of distinct keys in a process) and return a value whose size
-the configuration fixes: the detectors split by the analyzer (``analyzer._split``), the
+the configuration fixes: the detectors split by the analyzer (``engine.analyzer._split``), the
 hold rules and the shared categorizer of a setting (``signals.phase``; the
 categorizer's own memories are bounded maps), the decay weights of the attention
 window (``signals.pressure``), the transition and emission matrices and filter tables
