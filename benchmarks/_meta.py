@@ -6,10 +6,12 @@ import atexit
 import functools
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,3 +69,12 @@ def replace_block(doc: Path, begin: str, end: str, block: str) -> None:
     text = doc.read_text(encoding="utf-8")
     start, stop = text.index(begin), text.index(end) + len(end)
     doc.write_text(text[:start] + block + text[stop:], encoding="utf-8")
+
+
+def paired(side: Sequence[float], base: Sequence[float]) -> tuple[float, float, float]:
+    """Median and quartiles of the per-round differences ``side - base`` (the A/B sittings)."""
+    diffs = sorted(a - b for a, b in zip(side, base, strict=True))
+    if len(diffs) < 2:
+        return diffs[0], diffs[0], diffs[0]
+    q1, median, q3 = statistics.quantiles(diffs, n=4)
+    return median, q1, q3

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks._meta import ROOT, commit, now
+from benchmarks._meta import ROOT, commit, now, paired
 from benchmarks.overhead.configs import BY_KEY
 from benchmarks.overhead.run import PLAN, run_worker
 
@@ -101,15 +101,6 @@ def cells_for(lengths: Sequence[int], stream: bool, calls: int | None) -> list[d
 def _label(key: CellKey) -> str:
     stream, length = key
     return f"{length:,} msgs{' streaming' if stream else ''}"
-
-
-def paired(side: Sequence[float], base: Sequence[float]) -> tuple[float, float, float]:
-    """Median and quartiles of the per-round differences ``side - base``."""
-    diffs = sorted(a - b for a, b in zip(side, base, strict=True))
-    if len(diffs) < 2:
-        return diffs[0], diffs[0], diffs[0]
-    q1, median, q3 = statistics.quantiles(diffs, n=4)
-    return median, q1, q3
 
 
 def report(sides: Sequence[Side], results: dict[str, dict[CellKey, list[float]]]) -> list[str]:

@@ -46,7 +46,7 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from benchmarks._meta import ROOT, commit, now, python_m
+from benchmarks._meta import ROOT, commit, now, paired, python_m
 from benchmarks.processor.payloads import SPANS_PER_REQUEST, payloads, tagged
 from otel_compaction.otlp.attributes import key_values
 
@@ -200,15 +200,6 @@ def run_side(tree: Path, spec_file: Path) -> dict[str, float]:
     if Path(result.pop("package")).resolve() != tree:
         raise SystemExit(f"{tree}: the worker imported another otel_compaction")
     return result
-
-
-def paired(b: Sequence[float], a: Sequence[float]) -> tuple[float, float, float]:
-    """Median and quartiles of the per-round differences ``b - a``."""
-    diffs = sorted(y - x for x, y in zip(a, b, strict=True))
-    if len(diffs) < 2:
-        return diffs[0], diffs[0], diffs[0]
-    q1, median, q3 = statistics.quantiles(diffs, n=4)
-    return median, q1, q3
 
 
 def report(names: list[str], results: dict[str, dict[str, list[float]]]) -> list[str]:
