@@ -39,6 +39,9 @@ class History:
     model: str | None = None
     carry: carry.Signature | None = None
     """What the whole-history replacement rule has read of it (``inference.carry``)."""
+    opens_with_compaction: bool = False
+    """Its first message is a compaction's text (a summary the last rewrite put first), not
+    the task: the whole-history replacement rule then has no task statement to compare."""
 
 
 @dataclass(slots=True)

@@ -265,6 +265,8 @@ class Placer:
         first: bool = False,
     ) -> Placement:
         history = self.store.save(cid, request)
+        if rewrite is not None and rewrite.inserted and request.messages:
+            history.opens_with_compaction = request.messages[0] is rewrite.inserted[0]
         opening, self.opening = self.opening, None
         if opening is not None and opening[0] is request.messages:
             self.store.keep_signature(history, opening[1])

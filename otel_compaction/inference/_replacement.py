@@ -82,7 +82,7 @@ def replaced(
             text = "\n".join(text_of(m) for m in rewrite.inserted)
         if marked_summary(text) and _falls(rewrite):
             carried = 1.0  # says it is a summary, and is much shorter: no carry needed
-        elif not at_pressure and _restates_task_only(rewrite):
+        elif not at_pressure and _restates_task_only(history, rewrite):
             continue  # far from pressure, another agent's task (the same statement)
         else:
             carried = _carried(store, reading, history, len(rewrite.dropped))
@@ -123,8 +123,12 @@ def _falls(rewrite: Rewrite) -> bool:
     )
 
 
-def _restates_task_only(rewrite: Rewrite) -> bool:
+def _restates_task_only(history: History, rewrite: Rewrite) -> bool:
     """Whether the replacing text is no longer than :data:`WHOLE_HISTORY_TASK_LENGTH` times
-    the task it replaces: room for the task restated, none for what the history found."""
+    the task it replaces: room for the task restated, none for what the history found.
+    Never when the history opens with an earlier compaction's text: its first message is a
+    summary, not a task, and the next summary is naturally about as long."""
+    if history.opens_with_compaction:
+        return False
     task = describe(rewrite.dropped[0]).chars if rewrite.dropped else 0
     return rewrite.inserted_chars <= WHOLE_HISTORY_TASK_LENGTH * task

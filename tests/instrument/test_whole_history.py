@@ -186,3 +186,25 @@ def test_with_an_id_a_whole_replacement_that_shrinks_is_a_compaction(
     (compaction,) = compaction_attrs(cap)
     assert compaction[sc.CONVERSATION_ID] == "ticket-42"
     assert compaction[sc.COMPACTION_TRIGGER] == "history_replaced"
+
+
+def test_below_pressure_a_second_summary_as_long_as_the_first_joins(
+    cap: Capture, instrumented: CompactionInstrumentor
+) -> None:
+    """A history that opens with an earlier summary has no task to restate: the next
+    summary, about as long as that first message, is the conversation's second compaction,
+    not another agent's task."""
+    agent = Agent(reading_client())
+    for _ in range(6):
+        agent.turn()
+    unmarked = _summary().replace("Summary of the work so far.", "Where we are.")
+    agent.replace_all(unmarked)
+    for _ in range(6):
+        agent.turn()
+    agent.replace_all(unmarked.replace("Where we are.", "Where we are now."))
+    agent.turn()
+    spans = [attrs(s) for s in chat_spans(cap)]
+    assert len({s[sc.CONVERSATION_ID] for s in spans}) == 1
+    first, second = compaction_attrs(cap)
+    assert (first[sc.TURN_INDEX], second[sc.TURN_INDEX]) == (7, 13)
+    assert second[sc.COMPACTION_TRIGGER] == "history_replaced"
