@@ -62,6 +62,7 @@ def replaced(
     if not carry.may_replace(facts):
         return None, None
     best: tuple[float, History, Rewrite] | None = None
+    marked: list[Found] = []
     reading: carry.Reading | None = None
     text: str | None = None
     opening = 0
@@ -81,17 +82,31 @@ def replaced(
         if text is None:
             text = "\n".join(text_of(m) for m in rewrite.inserted)
         if marked_summary(text) and _falls(rewrite):
-            carried = 1.0  # says it is a summary, and is much shorter: no carry needed
-        elif not at_pressure and _restates_task_only(history, rewrite):
-            continue  # far from pressure, another agent's task (the same statement)
-        else:
-            carried = _carried(store, reading, history, len(rewrite.dropped))
+            marked.append((history, rewrite))  # says it is a summary, much shorter: no carry
+            continue
+        if marked or (not at_pressure and _restates_task_only(history, rewrite)):
+            continue  # a marked summary found first wins; far from pressure, another
+            # agent's task (the same statement)
+        carried = _carried(store, reading, history, len(rewrite.dropped))
         needed = WHOLE_HISTORY_CARRY if at_pressure else WHOLE_HISTORY_CARRY_ALONE
         if carried >= needed and (best is None or carried > best[0]):
             best = (carried, history, rewrite)
+    if marked:
+        return _most_carried(store, reading, marked), None
     if best is not None:
         return (best[1], best[2]), None
     return None, reading.as_task(opening) if reading is not None else None
+
+
+def _most_carried(store: HistoryStore, reading: carry.Reading | None, found: list[Found]) -> Found:
+    """Of the conversations a marked summary may replace (the most recently placed first),
+    the one whose history it carries most: agents that share a thread and a summarizer's
+    template write the same marker, and the most recent is not always the summarized one.
+    One alone needs no measure."""
+    if len(found) == 1 or reading is None:
+        return found[0]
+    scored = [(_carried(store, reading, h, len(r.dropped)), n) for n, (h, r) in enumerate(found)]
+    return found[max(scored, key=lambda s: (s[0], -s[1]))[1]]
 
 
 def _carried(store: HistoryStore, reading: carry.Reading, history: History, dropped: int) -> float:

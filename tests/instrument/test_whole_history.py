@@ -35,9 +35,12 @@ class Agent:
     """A scripted tool-using agent over the real anthropic client that replaces its whole
     history with one summary message when asked."""
 
-    def __init__(self, client: anthropic.Anthropic, task: str = TASK) -> None:
+    def __init__(
+        self, client: anthropic.Anthropic, task: str = TASK, outputs: list[str] = OUTPUTS
+    ) -> None:
         self.client = client
         self.messages: list[Any] = [{"role": "user", "content": task}]
+        self.outputs = outputs
         self.calls = 0
 
     def turn(self) -> None:
@@ -45,7 +48,7 @@ class Agent:
             model=MODEL, max_tokens=256, system=SYSTEM, messages=self.messages
         )
         self.messages.append({"role": "assistant", "content": message.content})
-        output = OUTPUTS[self.calls % len(OUTPUTS)] + " " + "log line " * 60
+        output = self.outputs[self.calls % len(self.outputs)] + " " + "log line " * 60
         self.calls += 1
         uses = [b for b in message.content if b.type == "tool_use"]
         results = [{"type": "tool_result", "tool_use_id": u.id, "content": output} for u in uses]
@@ -208,3 +211,31 @@ def test_below_pressure_a_second_summary_as_long_as_the_first_joins(
     first, second = compaction_attrs(cap)
     assert (first[sc.TURN_INDEX], second[sc.TURN_INDEX]) == (7, 13)
     assert second[sc.COMPACTION_TRIGGER] == "history_replaced"
+
+
+@ASSUMED_WINDOW
+def test_a_marked_summary_joins_the_history_it_carries_not_the_last_placed(
+    cap: Capture, instrumented: CompactionInstrumentor
+) -> None:
+    """Two agents take turns in one thread, both at pressure: a summary that says it is one
+    continues the conversation whose history it carries, though the other agent called
+    last."""
+    client = reading_client()
+    first = Agent(client)
+    other_outputs = [
+        f"row {n}: the migration renames column c{n} and the view v{n} breaks" for n in range(6)
+    ]
+    second = Agent(client, task="Find why the nightly migration fails.", outputs=other_outputs)
+    for _ in range(6):
+        first.turn()
+        second.turn()
+    first.replace_all(_summary())
+    first.turn()
+    second.turn()
+    spans = [attrs(s) for s in chat_spans(cap)]
+    first_id, second_id = spans[0][sc.CONVERSATION_ID], spans[1][sc.CONVERSATION_ID]
+    assert first_id != second_id
+    assert [s[sc.CONVERSATION_ID] for s in spans[12:]] == [first_id, second_id]
+    (compaction,) = compaction_attrs(cap)
+    assert compaction[sc.CONVERSATION_ID] == first_id
+    assert compaction[sc.TURN_INDEX] == 7
