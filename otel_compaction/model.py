@@ -79,15 +79,9 @@ class Pressure:
     attention_decay: float
 
 
-@dataclass(slots=True, unsafe_hash=True)
+@dataclass(frozen=True, slots=True)
 class TurnObservation:
     """What the analysis needs to know of one LLM call (one turn).
-
-    Not frozen, unlike the other values here: the processor builds one per inference span,
-    and a frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field) cost
-    several times a plain one's (benchmarks/results/NOTES.md, 2026-12-05). Nothing
-    changes one after it is built (``dataclasses.replace`` makes another), and it hashes
-    by its fields as before (``unsafe_hash``).
 
     Args:
         context_tokens: tokens in the request context, cached ones included.

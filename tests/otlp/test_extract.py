@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -199,20 +198,3 @@ def test_a_request_without_genai_spans_is_not_parsed_further(monkeypatch: Any) -
     spans[1].attributes.extend(key_values({sc.GEN_AI_USAGE_INPUT_TOKENS: 5}))
     with pytest.raises(AssertionError, match="the view was parsed"):
         extract.span_items(request)  # a GenAI key: the view is parsed
-
-
-def test_a_turn_read_from_a_span_compares_and_hashes_by_its_fields() -> None:
-    """The TurnObservation a span gives (not frozen, for speed) is equal to, and hashes as,
-    another read from the same span, and ``replace`` makes a new one, leaving it as it was."""
-    span = _attrs(**{sc.CONVERSATION_ID: "c", sc.TURN_INDEX: 3, sc.CONTEXT_TOKENS: 9000,
-                     sc.TOOL_CALLS: ["read_file"], sc.TOOL_OUTPUT_TOKENS: [100]})  # fmt: skip
-    first, second = span_to_item(span), span_to_item(span)
-    assert first is not None
-    assert second is not None
-    assert first.turn is not None
-    assert first.turn == second.turn
-    assert hash(first.turn) == hash(second.turn)
-    assert len({first.turn, second.turn}) == 1
-    other = dataclasses.replace(first.turn, context_tokens=1)
-    assert other != first.turn
-    assert first.turn.context_tokens == 9000
