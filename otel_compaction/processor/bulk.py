@@ -1,4 +1,7 @@
-"""One histogram's values handed to the OTel SDK in bulk: a merge per attribute set per step.
+"""Metric values handed to the OTel SDK in bulk: a merge per attribute set per step.
+
+:class:`BulkHistogram` takes the per-turn histogram (no exemplars); :class:`BulkRecords`
+the compaction metrics, whose exemplars it keeps (see there).
 
 The processor records ``compaction.context.token_fraction`` once per inference span,
 the only metric it records per span. Through the SDK's ``Histogram.record`` that costs
