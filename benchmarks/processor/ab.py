@@ -17,7 +17,12 @@ Prometheus reader) exactly as the service builds them. Two payloads:
 * **mix15**: the same engine spans, 15% of all spans; the rest are a tool span per turn
   and HTTP client and database spans (6-8 attributes each), as an agent's trace has;
 * **plain**: the mix's HTTP and database spans alone (a service without LLM calls whose
-  spans go through the same Collector and processor).
+  spans go through the same Collector and processor);
+* **content** (only when named in ``--payloads``): the genai payload's inference spans
+  as another instrumentation writes them with content captured (the GenAI conventions'
+  attributes, ``gen_ai.conversation.id``, ``gen_ai.input.messages`` with the last 20
+  messages and ``gen_ai.output.messages`` with a tool call; no compaction span), the
+  path that reads captured content (``otlp.content``).
 
 A worker runs one warm-up pass, then ``--passes`` timed passes, each pass's ids new to
 the processor (``processor_payloads.tagged``): the figure is CPU microseconds per span
@@ -48,9 +53,12 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from benchmarks._meta import ROOT, commit, now, paired, python_m
 from benchmarks.processor.payloads import SPANS_PER_REQUEST, payloads, tagged
+from otel_compaction import semconv as sc
 from otel_compaction.otlp.attributes import key_values
 
 PAYLOADS = ("genai", "mix15", "plain")
+"""The payloads measured unless ``--payloads`` names others (``content`` too)."""
+_OURS = "compaction."
 
 
 # --------------------------------------------------------------------- payloads
@@ -115,7 +123,47 @@ def build_payloads(conversations: int) -> dict[str, list[bytes]]:
             else:
                 engine += 1
     plain = [s for s in mixed if s.name in ("GET", "SELECT app.items")]
-    return {"genai": genai, "mix15": _requests(mixed, first), "plain": _requests(plain, first)}
+    return {"genai": genai, "mix15": _requests(mixed, first), "plain": _requests(plain, first),
+            "content": content_payload(genai)}  # fmt: skip
+
+
+def content_payload(genai: list[bytes]) -> list[bytes]:
+    """The ``content`` payload: ``genai``'s inference spans as the GenAI conventions write
+    them with content captured (our instrumentation's attributes dropped)."""
+    first = ExportTraceServiceRequest.FromString(genai[0]).resource_spans[0].resource
+    spans: list[Span] = []
+    for body in genai:
+        for span in _spans(body):
+            if not span.name.startswith("chat "):
+                continue
+            ours = {kv.key: kv.value for kv in span.attributes if kv.key.startswith(_OURS)}
+            kept = [kv for kv in span.attributes if kv.key not in ours]
+            turn, conv = ours[sc.TURN_INDEX].int_value, ours[sc.CONVERSATION_ID].string_value
+            del span.attributes[:]
+            span.attributes.extend(kept)
+            span.attributes.extend(key_values(_content(conv, turn)))
+            spans.append(span)
+    return _requests(spans, first)
+
+
+def _content(conv: str, turn: int) -> dict[str, Any]:
+    """A turn's conversation id and captured messages: the last 20 of the history (user and
+    assistant turns, tool calls and their results of 400 characters), the reply a tool call."""
+    history: list[dict[str, Any]] = [
+        {"role": "user", "parts": [{"type": "text", "content": "Fix the failing test."}]}
+    ]
+    for n in range(max(turn - 10, 1), turn):
+        history.append({"role": "assistant", "parts": [{"type": "tool_call", "id": f"t{n}",
+                        "name": "read_file", "arguments": {"path": f"src/m{n}.py"}}]})  # fmt: skip
+        history.append({"role": "user", "parts": [{"type": "tool_call_response", "id": f"t{n}",
+                        "response": f"# module {n}\n" + "x = 1\n" * 65}]})  # fmt: skip
+    reply = [{"role": "assistant", "parts": [{"type": "tool_call", "id": f"t{turn}",
+              "name": "read_file", "arguments": {"path": f"src/m{turn}.py"}}]}]  # fmt: skip
+    return {
+        "gen_ai.conversation.id": conv,
+        "gen_ai.input.messages": json.dumps(history),
+        "gen_ai.output.messages": json.dumps(reply),
+    }
 
 
 def engine_share(data: list[bytes]) -> tuple[int, int]:
@@ -205,7 +253,7 @@ def run_side(tree: Path, spec_file: Path) -> dict[str, float]:
 def report(names: list[str], results: dict[str, dict[str, list[float]]]) -> list[str]:
     """Per payload: each side's median and spread, then B - A paired by round."""
     lines = []
-    for payload in PAYLOADS:
+    for payload in results[names[0]]:
         lines.append(f"{payload}: CPU µs per span, median of rounds (min … max)")
         for name in names:
             v = results[name][payload]
@@ -227,6 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--conversations", type=int, default=20, help="per payload (default 20)")
     parser.add_argument("--passes", type=int, default=3, help="timed passes (default 3)")
     parser.add_argument("--json", type=Path, help="write every round's figures here")
+    parser.add_argument("--payloads", default=",".join(PAYLOADS),
+                        help="comma-separated (default genai,mix15,plain; or content)")  # fmt: skip
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
@@ -236,11 +286,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(trees) != 2 or not all((t / "otel_compaction").is_dir() for t in trees):
         parser.error("name two checkouts, A,B")
     names = [f"A {trees[0]}", f"B {trees[1]}"]
-    data = build_payloads(args.conversations)
+    wanted = args.payloads.split(",")
+    data = {k: v for k, v in build_payloads(args.conversations).items() if k in wanted}
     shares = {name: engine_share(d) for name, d in data.items()}
     for name, (spans, engine) in shares.items():
         print(f"{name}: {spans} spans per pass, {engine / spans:.1%} engine spans", flush=True)
-    results: dict[str, dict[str, list[float]]] = {n: {p: [] for p in PAYLOADS} for n in names}
+    results: dict[str, dict[str, list[float]]] = {n: {p: [] for p in data} for n in names}
     started, load = time.monotonic(), os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="processor-ab-") as tmp:
         spec_file = Path(tmp) / "spec.json"

@@ -141,6 +141,13 @@ class CompactionMetrics:
         for stage in sc.ERROR_STAGES:
             self._errors.add(0, {sc.ERROR_STAGE: stage})
 
+    def hold_records(self, hold: Callable[[Any], Any]) -> None:
+        """Pass the instruments recorded per compaction, transition and rediscovery through
+        ``hold`` (the processor's records them in bulk once per step, ``processor.bulk``);
+        the counters' zeros are recorded already."""
+        for name in _HELD:
+            setattr(self, name, hold(getattr(self, name)))
+
     @property
     def token_fraction(self) -> Any:
         """The ``compaction.context.token_fraction`` histogram (the processor's in bulk)."""
@@ -260,6 +267,11 @@ class CompactionMetrics:
 
 _MAX_ATTRIBUTE_SETS = 256
 """Cached attribute sets per kind (models are few; the least recently used go first)."""
+
+
+_HELD = ("_compactions", "_findings", "_transitions", "_trigger_fraction", "_interval",
+         "_reclaimed", "_residual", "_rediscovery", "_generation")  # fmt: skip
+"""``CompactionMetrics``' instruments recorded per compaction, transition and rediscovery."""
 
 
 def _turn_attributes(provider: str | None) -> dict[str, str]:

@@ -14,7 +14,7 @@ import json
 import re
 import zlib
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from otel_compaction import semconv as sc
 from otel_compaction.otlp.values import str_of, word_of
@@ -41,17 +41,39 @@ MAX_CONTENT_CHARS = 1_000_000
 """Content attributes longer than this are not parsed (their size alone says nothing)."""
 
 
-def read_content(attrs: Mapping[str, bytes], facts: CallFacts) -> None:
-    """Fill the facts that only captured content gives (nothing when none was captured)."""
-    messages = _messages(attrs)
+class Captured(NamedTuple):
+    """``gen_ai.input.messages`` and ``gen_ai.output.messages`` of one span, each parsed
+    once (:func:`json_value`: None when absent, too long or not JSON) and shared by every
+    reader of the span's content. Read only: the readers never change what they are given."""
+
+    input: Any
+    output: Any
+
+
+def captured(attrs: Mapping[str, bytes]) -> Captured:
+    """The span's message attributes, parsed (once: pass the result to every reader)."""
+    return Captured(
+        json_value(attrs.get(sc.GEN_AI_INPUT_MESSAGES)),
+        json_value(attrs.get(sc.GEN_AI_OUTPUT_MESSAGES)),
+    )
+
+
+def read_content(
+    attrs: Mapping[str, bytes], facts: CallFacts, content: Captured | None = None
+) -> None:
+    """Fill the facts that only captured content gives (nothing when none was captured);
+    ``content``: the span's :func:`captured`, parsed here when not given."""
+    if content is None:
+        content = captured(attrs)
+    messages = _messages(attrs, content.input)
     # None when nothing says: the official instrumentation records no tool definitions.
     facts.tools_offered = _tools_offered(attrs)
     if messages is None:
         return
     instructions = str_of(attrs.get(sc.GEN_AI_SYSTEM_INSTRUCTIONS))
     _fill_content(facts, messages, instructions)
-    facts.output_text = _output_text(attrs)
-    if any(kind == "compaction" for kind in _part_types(attrs)):
+    facts.output_text = _output_text(attrs, content.output)
+    if any(kind == "compaction" for kind in _part_types(content)):
         facts.compacted = True
 
 
@@ -85,9 +107,9 @@ def json_value(raw: bytes | None) -> Any:
         return None
 
 
-def _messages(attrs: Mapping[str, bytes]) -> list[tuple[str, str]] | None:
-    """(role, text) of each input message, from whichever form the dialect used."""
-    parsed = json_value(attrs.get(sc.GEN_AI_INPUT_MESSAGES))
+def _messages(attrs: Mapping[str, bytes], parsed: Any) -> list[tuple[str, str]] | None:
+    """(role, text) of each input message, from whichever form the dialect used
+    (``parsed``: ``gen_ai.input.messages``, parsed)."""
     if isinstance(parsed, list):
         return [_message(m) for m in parsed if isinstance(m, dict)]
     for prefix, role_key, content_key in (
@@ -140,8 +162,7 @@ def _tools_offered(attrs: Mapping[str, bytes]) -> bool | None:
     return None
 
 
-def _output_text(attrs: Mapping[str, bytes]) -> str | None:
-    parsed = json_value(attrs.get(sc.GEN_AI_OUTPUT_MESSAGES))
+def _output_text(attrs: Mapping[str, bytes], parsed: Any) -> str | None:
     if isinstance(parsed, list):
         texts = [_message(m)[1] for m in parsed if isinstance(m, dict)]
         return "\n".join(texts) or None
@@ -152,10 +173,9 @@ def _output_text(attrs: Mapping[str, bytes]) -> str | None:
     return None
 
 
-def _part_types(attrs: Mapping[str, bytes]) -> list[str]:
+def _part_types(content: Captured) -> list[str]:
     out: list[str] = []
-    for key in (sc.GEN_AI_INPUT_MESSAGES, sc.GEN_AI_OUTPUT_MESSAGES):
-        parsed = json_value(attrs.get(key))
+    for parsed in content:
         if not isinstance(parsed, list):
             continue
         for message in parsed:
@@ -165,12 +185,12 @@ def _part_types(attrs: Mapping[str, bytes]) -> list[str]:
     return out
 
 
-def tool_calls(attrs: Mapping[str, bytes]) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
+def tool_calls(content: Captured) -> tuple[tuple[str, ...], tuple[str | None, ...]]:
     """The tool calls the response asked for (``tool_call`` parts of
     ``gen_ai.output.messages``): their names and inputs as JSON text (None when a call
     records none), for rediscovery's keys (``lineage.rediscovery.call_key``) and the
     phase; empty when the output was not captured."""
-    parsed = json_value(attrs.get(sc.GEN_AI_OUTPUT_MESSAGES))
+    parsed = content.output
     names: list[str] = []
     arguments: list[str | None] = []
     for part in _parts(parsed):
@@ -186,10 +206,10 @@ def tool_calls(attrs: Mapping[str, bytes]) -> tuple[tuple[str, ...], tuple[str |
     return tuple(names), tuple(arguments)
 
 
-def tool_result_chars(attrs: Mapping[str, bytes]) -> tuple[int, ...]:
+def tool_result_chars(content: Captured) -> tuple[int, ...]:
     """The size in characters of each tool result new in the request (the
     ``tool_call_response`` parts after its last assistant message), oldest first."""
-    parsed = json_value(attrs.get(sc.GEN_AI_INPUT_MESSAGES))
+    parsed = content.input
     if not isinstance(parsed, list):
         return ()
     last = max((i for i, m in enumerate(parsed) if _role(m) == "assistant"), default=-1)

@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from otel_compaction import semconv as sc
-from otel_compaction.otlp.content import json_value, read_content, read_raw_request
+from otel_compaction.otlp.content import Captured, json_value, read_content, read_raw_request
 from otel_compaction.otlp.values import int_of, plain, str_of, word_of
 
 STOP_REASONS = frozenset({"stop", "end_turn", "completed", "length", "max_tokens"})
@@ -137,8 +137,10 @@ def read_call(
     tokens: int,
     trace_id: bytes,
     parent: bytes,
+    content: Captured | None = None,
 ) -> tuple[str, CallFacts]:
-    """The conversation key and the facts of one inference span of another instrumentation."""
+    """The conversation key and the facts of one inference span of another instrumentation
+    (``content``: the span's parsed messages, ``content.captured``, when already read)."""
     get = attrs.get
     facts = CallFacts(
         dialect=dialect_of(name, attrs),
@@ -160,7 +162,7 @@ def read_call(
     if name == sc.LITELLM_RAW_REQUEST_SPAN:
         read_raw_request(attrs, facts)
     else:
-        read_content(attrs, facts)
+        read_content(attrs, facts, content)
     key = _key(attrs, facts)
     if key is None:
         if parent:

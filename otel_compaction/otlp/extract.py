@@ -39,6 +39,7 @@ from otel_compaction.model import (
     TurnObservation,
 )
 from otel_compaction.otlp.content import (
+    captured,
     litellm_primary_spans,
     raw_request_tokens,
     tool_calls,
@@ -330,12 +331,13 @@ def _call_item(
         count_unread(span.name, attrs)
         return None
     parent = getattr(span, "parent_span_id", b"")
-    key, facts = read_call(span.name, attrs, tokens, span.trace_id, parent)
+    content = captured(attrs)  # each message attribute parsed once for all its readers
+    key, facts = read_call(span.name, attrs, tokens, span.trace_id, parent, content)
     item = _base(span, ItemKind.TURN, key, None, word_of(attrs.get(sc.GEN_AI_PROVIDER_NAME)))
     window = window_of(attrs.get(sc.CONTEXT_WINDOW))
     if model_windows and facts.model in model_windows:
         window = None
-    names, arguments = tool_calls(attrs)  # captured content only: rediscovery, the phase
+    names, arguments = tool_calls(content)  # captured content only: rediscovery, the phase
     item.turn = TurnObservation(
         context_tokens=tokens,
         model=facts.model,
@@ -344,7 +346,7 @@ def _call_item(
         cache_read_tokens=int_of(attrs.get(sc.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)),
         tool_calls=names,
         tool_arguments=arguments,
-        tool_output_tokens=tuple(map(tokens_for_chars, tool_result_chars(attrs))),
+        tool_output_tokens=tuple(map(tokens_for_chars, tool_result_chars(content))),
     )
     item.call = facts
     return item

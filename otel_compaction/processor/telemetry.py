@@ -26,7 +26,7 @@ from otel_compaction.emit.metrics import CompactionMetrics, create_gauge, create
 from otel_compaction.model import TurnAnalysis
 from otel_compaction.otlp.decode import Signal
 from otel_compaction.otlp.dialects import unread_spans
-from otel_compaction.processor.bulk import BulkHistogram
+from otel_compaction.processor.bulk import BulkHistogram, BulkRecords
 from otel_compaction.semconv import ProcessorReason, SnapshotReason
 
 TRANSPORTS = tuple(sc.ProcessorTransport)
@@ -84,6 +84,8 @@ class ProcessorMetrics:
         meter = self.provider.get_meter("otel_compaction.processor", schema_url=sc.SCHEMA_URL)
         self.compaction = CompactionMetrics(meter, livelocked=livelocked, active=active)
         self._turns = BulkHistogram(self.compaction.token_fraction)
+        self._records = BulkRecords()
+        self.compaction.hold_records(self._records.instrument)
         self._received = create_instrument(meter, sc.METRIC_PROCESSOR_RECEIVED)
         self._rejected = create_instrument(meter, sc.METRIC_PROCESSOR_REJECTED)
         self._dropped = create_instrument(meter, sc.METRIC_PROCESSOR_DROPPED)
@@ -116,8 +118,10 @@ class ProcessorMetrics:
         self._turns.add(turn.pressure.token_fraction, self.compaction.turn_attributes(provider))
 
     def flush_turns(self) -> None:
-        """Hand the turns held since the last call to the SDK."""
+        """Hand the turns, and the compaction metrics' records (``BulkRecords``), held since
+        the last call to the SDK."""
         self._turns.flush()
+        self._records.flush()
 
     def received(self, signal: Signal, transport: str, count: int) -> None:
         """Count items accepted by a receiver."""

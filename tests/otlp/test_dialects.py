@@ -251,3 +251,65 @@ def test_a_raw_request_under_litellms_own_span_is_left_to_that_span() -> None:
     app.attributes.extend(key_values({sc.GEN_AI_USAGE_INPUT_TOKENS: 5, sc.LITELLM_CALL_ID: "y"}))
     items = span_items(request, targets=False)
     assert [i.span_id for i in items] == [b"\x02" * 8]
+
+
+def test_each_message_attribute_is_parsed_once_for_all_its_readers(monkeypatch: Any) -> None:
+    """A content-captured span's input and output messages are parsed once each, and every
+    reader (facts, tool calls, tool results, compaction parts) still gets what it read."""
+    request = [
+        {"role": "user", "parts": [{"type": "text", "content": "task"}]},
+        {"role": "assistant", "parts": [{"type": "tool_call", "name": "read", "arguments": {}}]},
+        {"role": "user", "parts": [{"type": "tool_call_response", "response": "x" * 40}]},
+    ]
+    reply = [
+        {"role": "assistant", "parts": [
+            {"type": "compaction", "content": "sum"},
+            {"type": "tool_call", "name": "grep", "arguments": {"q": "a"}},
+        ]},
+    ]  # fmt: skip
+    attrs = {
+        sc.GEN_AI_USAGE_INPUT_TOKENS: 10,
+        sc.GEN_AI_INPUT_MESSAGES: json.dumps(request),
+        sc.GEN_AI_OUTPUT_MESSAGES: json.dumps(reply),
+    }
+    parsed: list[str] = []
+    loads = json.loads
+
+    def counted(text: str, **kwargs: Any) -> Any:
+        parsed.append(text)
+        return loads(text, **kwargs)
+
+    monkeypatch.setattr(json, "loads", counted)  # the module content.py parses with
+    item = _call(attrs)
+    assert sorted(parsed) == sorted([json.dumps(request), json.dumps(reply)])
+    assert item.call is not None
+    assert item.turn is not None
+    assert (item.call.last_user, item.call.message_count, item.call.compacted) == (
+        "x" * 40,
+        3,
+        True,
+    )
+    assert item.call.output_text == "sum\n" + json.dumps({"q": "a"})
+    assert (item.turn.tool_calls, item.turn.tool_arguments) == (("grep",), ('{"q": "a"}',))
+    assert len(item.turn.tool_output_tokens) == 1
+    assert item.turn.tool_output_tokens[0] > 0
+
+
+def test_malformed_content_is_still_a_turn_with_no_content_facts() -> None:
+    """A span whose message attributes are not JSON is still read as a turn, with its token
+    count, and gives no content facts, tool calls or tool results."""
+    attrs = {
+        sc.GEN_AI_USAGE_INPUT_TOKENS: 10,
+        sc.GEN_AI_INPUT_MESSAGES: "[not json",
+        sc.GEN_AI_OUTPUT_MESSAGES: "{also not",
+    }
+    item = _call(attrs)
+    assert item.call is not None
+    assert item.turn is not None
+    assert item.turn.context_tokens == 10
+    assert (item.call.message_count, item.call.output_text, item.call.compacted) == (
+        None,
+        None,
+        False,
+    )
+    assert (item.turn.tool_calls, item.turn.tool_output_tokens) == ((), ())
