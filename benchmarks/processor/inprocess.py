@@ -47,7 +47,7 @@ from google.protobuf import __version__ as protobuf_version
 from google.protobuf.internal import api_implementation
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from benchmarks._meta import ROOT, commit, now, replace_block, results_file
+from benchmarks._meta import ROOT, commit, now, python_m, replace_block, results_file
 from benchmarks.processor.payloads import count_spans, payloads
 from otel_compaction.config import Settings
 from otel_compaction.engine import ConversationAnalyzer
@@ -272,8 +272,9 @@ def memory(count: int) -> list[dict[str, Any]]:
     out = []
     for mode in MODES:
         for measure in ("tracemalloc", "rss"):
-            command = [sys.executable, __file__, "--memory-probe", mode, measure, str(count)]
-            done = subprocess.run(command, capture_output=True, text=True, check=True)
+            python, _ = python_m("benchmarks.processor.inprocess")
+            command = [*python, "--memory-probe", mode, measure, str(count)]
+            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
             out.append(json.loads(done.stdout.splitlines()[-1]))
             row = out[-1]
             print(f"memory ({mode}, {measure}): {row['bytes_per_conversation']:,.0f} bytes per "
