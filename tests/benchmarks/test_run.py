@@ -59,3 +59,12 @@ def test_each_development_venv_command_starts(command: str) -> None:
     done = _run(command, "--help")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage:")
+
+
+@pytest.mark.skipif(not (ROOT / ".venv" / "bin" / "python").exists(), reason="no .venv")
+def test_processor_memory_probes_run_in_their_own_processes() -> None:
+    """``processor-inprocess --memory-only`` starts its probes (one process per mode and
+    measure) as modules of the checkout and reads a figure from each."""
+    done = _run("processor-inprocess", "--memory-only", "50")
+    assert done.returncode == 0, done.stderr
+    assert len(re.findall(r"^memory \((tap|enrich), (tracemalloc|rss)\): ", done.stdout, re.M)) == 4
