@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from otel_compaction.inference import _placer, _store, messages
+from otel_compaction.inference import _placement, _placer, _replacement, _store, messages
 from otel_compaction.inference._store import SHARED_TAIL_SCAN, TAIL_KEYS
 from otel_compaction.inference.history import HistoryTracker
 
@@ -32,7 +32,8 @@ def _agent(tag: str, length: int) -> list[dict[str, Any]]:
 @contextmanager
 def _counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """Counts, while the block runs: messages described by the placement, messages marked
-    for the shared-tail lookup, digests asked for from outside a digest."""
+    for the shared-tail lookup, digests asked for from outside a digest, remembered facts
+    copied as the old side of a whole-history replacement."""
     counts: Counter[str] = Counter()
 
     def counting(name: str, real: Callable[..., Any], weight: Callable[..., int]) -> Any:
@@ -43,7 +44,11 @@ def _counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
         return wrapper
 
     with monkeypatch.context() as patch:
-        patch.setattr(_placer, "describe", counting("described", messages.describe, _one))
+        described = counting("described", messages.describe, _one)
+        for module in (_placer, _replacement):
+            patch.setattr(module, "describe", described)
+        copied = counting("copied", _placement.sent_back, lambda h, *c: len(h.facts))
+        patch.setattr(_replacement, "sent_back", copied)
         patch.setattr(_store, "lead", counting("marked", messages.lead, _one))
         patch.setattr(messages, "value_digest", counting("keys", messages.value_digest, _top))
         yield counts
@@ -100,3 +105,31 @@ def test_a_verbatim_tail_kept_by_a_long_compaction_is_still_found() -> None:
     placed = tracker.place(None, SYSTEM, compacted, MODEL)
     assert placed.conversation_id == first.conversation_id
     assert not placed.first
+
+
+def _task_after(monkeypatch: pytest.MonkeyPatch, length: int) -> Counter[str]:
+    """The work of a new task (one user message) placed in the thread of 8 conversations of
+    ``length`` messages, each answered, none at pressure."""
+    tracker = HistoryTracker(at_pressure=lambda cid, tokens: False, max_messages=10**6)
+    for n in range(8):
+        placed = tracker.place(None, SYSTEM, _agent(f"o{n:03d}", length), MODEL)
+        reply = {"role": "assistant", "content": "Fixed: the bug was in b.py."}
+        tracker.remember_response(placed.conversation_id, [reply])
+    task = [{"role": "user", "content": "Task newc: the tests of c.py fail, fix them."}]
+    with _counted(monkeypatch) as counts:
+        placement = tracker.place(None, SYSTEM, task, MODEL)
+    assert placement.first
+    return counts
+
+
+def test_a_new_task_reads_no_more_after_long_conversations_than_after_short_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A one-message first call that could replace the thread's recent histories whole is
+    judged against a bounded part of each: no history copied, none described again, as
+    many digests after 4,001-message conversations as after 41-message ones."""
+    short = _task_after(monkeypatch, 41)
+    long = _task_after(monkeypatch, 4_001)
+    assert short == long
+    assert long["copied"] == 0
+    assert long["described"] <= 1 + 8  # the task, and each history's last response
