@@ -133,3 +133,25 @@ def test_a_new_task_reads_no_more_after_long_conversations_than_after_short_ones
     assert short == long
     assert long["copied"] == 0
     assert long["described"] <= 1 + 8  # the task, and each history's last response
+
+
+def _summarizer_after(monkeypatch: pytest.MonkeyPatch, length: int) -> Counter[str]:
+    """The work of a summarizer's call (no tools, a summarize instruction) that carries the
+    task of the oldest of 8 conversations of ``length`` messages in the thread."""
+    tracker = HistoryTracker(max_messages=10**6)
+    histories = [_agent(f"o{n:03d}", length) for n in range(8)]
+    placed = [tracker.place(None, SYSTEM, h, MODEL, tools=True) for h in histories]
+    ask = {"role": "user", "content": "Summarize the conversation above for a handoff."}
+    with _counted(monkeypatch) as counts:
+        call = tracker.place(None, SYSTEM, [histories[0][0], ask], MODEL, tools=False)
+    assert call.summarizer
+    assert call.conversation_id == placed[0].conversation_id
+    return counts
+
+
+def test_a_summarizer_call_reads_no_more_after_long_conversations_than_after_short_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A summarizer's call is matched against the ends of each recent history, not all of
+    it: as many digests after 4,001-message conversations as after 41-message ones."""
+    assert _summarizer_after(monkeypatch, 41) == _summarizer_after(monkeypatch, 4_001)
