@@ -8,13 +8,19 @@ text (``inference.carry``): the thresholds below, stricter far from pressure.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from otel_compaction.inference import carry
 from otel_compaction.inference._placement import History, Request, sent_back
 from otel_compaction.inference._store import HistoryStore
 from otel_compaction.inference.messages import MessageFacts, describe, text_of
-from otel_compaction.inference.rewrite import MIN_DROPPED_TURNS, Rewrite, replaced_whole
+from otel_compaction.inference.rewrite import (
+    MIN_DROPPED_TURNS,
+    Rewrite,
+    replaced_whole,
+    whole_shape,
+)
 from otel_compaction.inference.summarizer import SUMMARY_FALL, marked_summary
 
 WHOLE_HISTORY_CARRY = 0.3
@@ -33,6 +39,11 @@ replaces is a task (another agent's, with the same statement), not a summary of 
 WHOLE_HISTORY_CARRY_ALONE = 0.6
 """The same share when the replaced conversation was not at pressure (a compaction on a
 schedule, or one whose last step added more than the measured context shows)."""
+FALLS_SCAN = 256
+"""Messages of a candidate history, from its end, whose roles are read to count the model
+turns a replacement of it would drop (two are needed far from pressure): an agent's last
+256 messages hold two model turns unless they are one huge batch of tool results. The
+rest of the history is not read for it."""
 
 Found = tuple[History, Rewrite]
 
@@ -52,61 +63,68 @@ def replaced(
     pressed: Callable[[History], bool],
 ) -> tuple[Found | None, carry.Signature | None]:
     """The conversation of ``recent`` (the most recent last) whose whole history the
-    request replaces, by the rule of the module
-    docstring; when none does, the signature of the request's text read for the match
-    (kept if the request opens a conversation: read once), if any. ``pressed``: whether
-    a history was at pressure."""
-    system_key, model, facts, msgs = (
-        request.system_key, request.model, request.facts, request.messages
-    )  # fmt: skip
+    request replaces, by the rule of the module docstring; when none does, the signature
+    of the request's text read for the match (kept if the request opens a conversation:
+    read once), if any. ``pressed``: whether a history was at pressure.
+
+    Each candidate is judged on a bounded part of its history (:class:`_Candidate`, the
+    carry-over measure's signature); the replacement itself, a copy of the whole history,
+    is built only for the one chosen."""
+    system_key, model, facts = request.system_key, request.model, request.facts
     if not carry.may_replace(facts):
         return None, None
-    best: tuple[float, History, Rewrite] | None = None
-    marked: list[Found] = []
+    found: list[tuple[float, int, History]] = []
+    marked: list[tuple[History, _Candidate]] = []
     reading: carry.Reading | None = None
     text: str | None = None
     opening = 0
-    for cid in reversed(recent):
+    for order, cid in enumerate(reversed(recent)):
         history = store.get(cid)
         if history is None or history.system_key != system_key or history.model != model:
             continue
-        rewrite = replacement(history, facts, msgs)
-        if rewrite is None:
+        candidate = _Candidate.of(history, facts)
+        if candidate is None:
             continue
         at_pressure = pressed(history)
-        if not at_pressure and not _falls(rewrite):
+        if not at_pressure and not candidate.falls:
             continue  # far from pressure, a replacement that reclaims little is none
+        inserted = request.messages[candidate.head :]
         if reading is None:
-            reading = carry.Reading(rewrite.inserted)
-            opening = len(msgs) - len(rewrite.inserted)
+            reading = carry.Reading(inserted)
+            opening = candidate.head
         if text is None:
-            text = "\n".join(text_of(m) for m in rewrite.inserted)
-        if marked_summary(text) and _falls(rewrite):
-            marked.append((history, rewrite))  # says it is a summary, much shorter: no carry
+            text = "\n".join(text_of(m) for m in inserted)
+        if marked_summary(text) and candidate.falls:
+            marked.append((history, candidate))  # says it is a summary, much shorter: no carry
             continue
-        if marked or (not at_pressure and _restates_task_only(history, rewrite)):
-            continue  # a marked summary found first wins; far from pressure, another
-            # agent's task (the same statement)
-        carried = _carried(store, reading, history, len(rewrite.dropped))
+        if marked or (not at_pressure and candidate.restates_task_only):
+            continue  # a marked summary found wins; far from pressure, another agent's task
+        carried = _carried(store, reading, history, candidate.dropped)
         needed = WHOLE_HISTORY_CARRY if at_pressure else WHOLE_HISTORY_CARRY_ALONE
-        if carried >= needed and (best is None or carried > best[0]):
-            best = (carried, history, rewrite)
-    if marked:
-        return _most_carried(store, reading, marked), None
-    if best is not None:
-        return (best[1], best[2]), None
+        if carried >= needed:
+            found.append((-carried, order, history))  # the best carried, the most recent on ties
+    if marked and reading is not None:
+        found = _by_carry(store, reading, marked)
+    for _, _, history in sorted(found, key=lambda f: f[:2]):
+        rewrite = replacement(history, facts, request.messages)
+        if rewrite is not None:
+            return (history, rewrite), None
     return None, reading.as_task(opening) if reading is not None else None
 
 
-def _most_carried(store: HistoryStore, reading: carry.Reading | None, found: list[Found]) -> Found:
-    """Of the conversations a marked summary may replace (the most recently placed first),
-    the one whose history it carries most: agents that share a thread and a summarizer's
-    template write the same marker, and the most recent is not always the summarized one.
-    One alone needs no measure."""
-    if len(found) == 1 or reading is None:
-        return found[0]
-    scored = [(_carried(store, reading, h, len(r.dropped)), n) for n, (h, r) in enumerate(found)]
-    return found[max(scored, key=lambda s: (s[0], -s[1]))[1]]
+def _by_carry(
+    store: HistoryStore, reading: carry.Reading, marked: list[tuple[History, _Candidate]]
+) -> list[tuple[float, int, History]]:
+    """The conversations a marked summary may replace (the most recently placed first),
+    ranked by how much of each history it carries: agents that share a thread and a
+    summarizer's template write the same marker, and the most recent is not always the one
+    summarized. One alone is taken unmeasured."""
+    if len(marked) == 1:
+        return [(-1.0, 0, marked[0][0])]
+    return [
+        (-_carried(store, reading, history, candidate.dropped), order, history)
+        for order, (history, candidate) in enumerate(marked)
+    ]
 
 
 def _carried(store: HistoryStore, reading: carry.Reading, history: History, dropped: int) -> float:
@@ -129,21 +147,46 @@ def _carried(store: HistoryStore, reading: carry.Reading, history: History, drop
     return reading.carried(signature, WHOLE_HISTORY_REST, WHOLE_HISTORY_TASK)
 
 
-def _falls(rewrite: Rewrite) -> bool:
-    """Whether a whole-history replacement reclaims much: it replaced at least two model
-    turns and its text is at most :data:`SUMMARY_FALL` of theirs."""
-    turns = sum(1 for m in rewrite.dropped if describe(m).is_assistant)
-    return turns >= MIN_DROPPED_TURNS and rewrite.inserted_chars <= (
-        SUMMARY_FALL * rewrite.dropped_chars
-    )
+@dataclass(slots=True)
+class _Candidate:
+    """What the rule reads of one candidate history, a bounded part of it: its system
+    messages, the ends :func:`whole_shape` compares, its last :data:`FALLS_SCAN` messages'
+    roles and its sizes as remembered."""
 
-
-def _restates_task_only(history: History, rewrite: Rewrite) -> bool:
-    """Whether the replacing text is no longer than :data:`WHOLE_HISTORY_TASK_LENGTH` times
-    the task it replaces: room for the task restated, none for what the history found.
-    Never when the history opens with an earlier compaction's text: its first message is a
+    head: int
+    """The history's system messages (kept by the replacement)."""
+    dropped: int
+    """Messages replaced, the last response included."""
+    falls: bool
+    """The replacement reclaims much: at least two model turns replaced, and its text at
+    most :data:`SUMMARY_FALL` of theirs."""
+    restates_task_only: bool
+    """The replacing text is no longer than :data:`WHOLE_HISTORY_TASK_LENGTH` times the
+    task it replaces: room for the task restated, none for what the history found. Never
+    when the history opens with an earlier compaction's text: its first message is a
     summary, not a task, and the next summary is naturally about as long."""
-    if history.opens_with_compaction:
-        return False
-    task = describe(rewrite.dropped[0]).chars if rewrite.dropped else 0
-    return rewrite.inserted_chars <= WHOLE_HISTORY_TASK_LENGTH * task
+
+    @classmethod
+    def of(cls, history: History, facts: Sequence[MessageFacts]) -> _Candidate | None:
+        """The candidate, when the request has the shape of a replacement of ``history``."""
+        sent = [describe(m) for m in history.expected]
+        old = history.facts
+        shape = whole_shape(old, facts, sent)
+        if shape is None:
+            return None
+        head, end = shape
+        dropped_chars = (
+            history.chars - sum(f.chars for f in old[:head]) + sum(f.chars for f in sent)
+        )
+        inserted_chars = sum(f.chars for f in facts[head:end])
+        last = old[max(head, len(old) - FALLS_SCAN + len(sent)) :]
+        turns = sum(1 for f in (*last, *sent) if f.is_assistant)
+        falls = turns >= MIN_DROPPED_TURNS and inserted_chars <= SUMMARY_FALL * dropped_chars
+        task = (old[head] if head < len(old) else sent[head - len(old)]).chars
+        return cls(
+            head,
+            len(history.messages) + len(history.expected) - head,
+            falls,
+            not history.opens_with_compaction
+            and inserted_chars <= WHOLE_HISTORY_TASK_LENGTH * task,
+        )

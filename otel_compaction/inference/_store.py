@@ -16,6 +16,7 @@ import itertools
 import math
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from otel_compaction._bounded import BoundedMap
 from otel_compaction.inference import carry
@@ -27,6 +28,15 @@ MAX_PER_ANCHOR = 8
 """Conversations remembered per anchor (the most recent last)."""
 TAIL_KEYS = 8
 """Last messages of each history indexed by key (``find``, a shared verbatim tail)."""
+SHARED_TAIL_SCAN = 64
+"""Messages of a request looked up in the tail index at each of its ends (after its first
+message). A compaction that kept a verbatim tail carries the old history's last messages
+just before the messages new since its last call (the response sent back, tool results,
+the next user message: a few, 64 leaves room for many parallel tool results), and right
+after the summary when the tail it kept is short. Messages further from both ends are not
+looked up, so the first call of a long new conversation marks (``lead``) at most
+``2 * SHARED_TAIL_SCAN`` of its messages whatever the remembered histories are: its
+history is read once (``describe``), not a second time."""
 
 
 class HistoryStore:
@@ -50,8 +60,9 @@ class HistoryStore:
         self._tail_marks: dict[tuple[int, int], int] = {}
         """How many indexed tail messages have each size and lead (``History.tail_marks``):
         a message of another size or lead cannot share a tail, so a new conversation's
-        first call digests none of its messages but those marked so (it reads its
-        history once, not twice)."""
+        first call digests none of the messages it looks up but those marked so."""
+        self._tail_sizes: dict[int, int] = {}
+        """How many indexed tail messages have each size (the marks' first halves)."""
         self._stale: dict[str, None] = {}
         """Histories whose entries in ``_by_tail`` are behind their facts: brought up to
         date only before the tail index is read (rarely), so a continuing call computes no
@@ -162,9 +173,8 @@ class HistoryStore:
     def by_shared_tail(self, system_key: int, facts: Sequence[MessageFacts]) -> History | None:
         """A history of the same system prompt whose last messages the request carries."""
         self._refresh_tails()
-        marks = self._tail_marks
-        sizes = {size for size, _ in marks}
-        for fact in facts[1:]:
+        marks, sizes = self._tail_marks, self._tail_sizes
+        for fact in _ends(facts):
             if fact.chars not in sizes or (fact.chars, lead(fact.message)) not in marks:
                 continue
             cid = self._by_tail.get(fact.key)
@@ -228,13 +238,9 @@ class HistoryStore:
         self._count_marks(history.tail_marks, -1)
 
     def _count_marks(self, marks: tuple[tuple[int, int], ...], step: int) -> None:
-        counts = self._tail_marks
         for mark in marks:
-            count = counts.get(mark, 0) + step
-            if count:
-                counts[mark] = count
-            else:
-                del counts[mark]
+            _count(self._tail_marks, mark, step)
+            _count(self._tail_sizes, mark[0], step)
 
     def expire(self, now: float) -> None:
         """Start a placement at ``now``: forget the histories idle since ``idle_seconds``."""
@@ -249,3 +255,19 @@ class HistoryStore:
                 return
             self.drop(cid)
         self._oldest_used = -math.inf
+
+
+def _ends(facts: Sequence[MessageFacts]) -> Sequence[MessageFacts]:
+    """The messages of a request the shared-tail lookup reads, in order: all but the first
+    when they are few, else the first and the last :data:`SHARED_TAIL_SCAN` after it."""
+    if len(facts) <= 1 + 2 * SHARED_TAIL_SCAN:
+        return facts[1:]
+    return [*facts[1 : 1 + SHARED_TAIL_SCAN], *facts[-SHARED_TAIL_SCAN:]]
+
+
+def _count(counts: dict[Any, int], key: Any, step: int) -> None:
+    count = counts.get(key, 0) + step
+    if count:
+        counts[key] = count
+    else:
+        del counts[key]

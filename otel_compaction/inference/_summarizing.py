@@ -30,6 +30,12 @@ from otel_compaction.inference.summarizer import (
 RECENT_SUMMARIZED = 8
 """The process's most recently used conversations a summarizer's call is matched against
 besides those of its own thread or task (``inference.summarizer``)."""
+DRAWN_MESSAGES = 16
+"""Messages at each end of a candidate history that a summarizer's call is looked for in:
+a summarizer is sent the conversation from its start (or its last summary) up to a cut,
+or its latest messages, so it carries one of the history's first or last ones; the rest of
+the history is not read for it, so a summarizer's call after long conversations costs what
+it costs after short ones."""
 
 
 def recent_histories(store: HistoryStore, recent: Sequence[str]) -> list[History]:
@@ -128,9 +134,14 @@ def carrying_output(
 
 
 def draws_on(history: History, facts: Sequence[MessageFacts], msgs: Sequence[Any]) -> bool:
-    """Whether a request carries messages of ``history`` (beyond its system prompt), or the
-    text of its latest ones (a transcript pasted into a prompt)."""
-    own = {f.key for f in history.facts if f.role not in SYSTEM_ROLES}
+    """Whether a request carries messages of ``history`` (beyond its system prompt) among
+    its first or last :data:`DRAWN_MESSAGES`, or the text of its latest ones (a transcript
+    pasted into a prompt)."""
+    old = history.facts
+    ends = old if len(old) <= 2 * DRAWN_MESSAGES else [
+        *old[:DRAWN_MESSAGES], *old[-DRAWN_MESSAGES:]
+    ]  # fmt: skip
+    own = {f.key for f in ends if f.role not in SYSTEM_ROLES}
     if any(f.role not in SYSTEM_ROLES and f.key in own for f in facts):
         return True
     text = "\n".join(text_of(m) for m in msgs[-2:])[-TRANSCRIPT_CHARS:]

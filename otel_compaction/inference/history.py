@@ -16,7 +16,8 @@ per message). A request is placed by, in order:
    or when it branches off a point past the anchor (a retry): it continues;
 4. a summary it carries that an earlier compaction of a conversation produced,
    or a verbatim tail shared with a conversation of the same system prompt
-   (a compaction that replaced the task message too);
+   (a compaction that replaced the task message too; looked up among the request's
+   first and last ``_store.SHARED_TAIL_SCAN`` messages);
 5. a *whole-history replacement*: the request is nothing but user or system text
    never seen (one summary, task included, nothing verbatim) and a conversation
    recently placed in the same thread or asyncio task had the same system prompt

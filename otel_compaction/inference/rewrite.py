@@ -42,6 +42,13 @@ context compacts one call after the last, and a retry that swaps the model's las
 for new user text at the trigger is rare (docs/instrumentation.md#conversations)."""
 
 
+RESTART_KEYS = 16
+"""Messages at each end of a remembered history (after its system messages) that a
+candidate whole-history replacement is checked against before anything else is read of
+the history: a restart sends its task (the first) or its last exchange again. The one
+found is then checked against all of them (:func:`replaced_whole`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Rewrite:
     """An inferred compaction: the regions of the old and the new history."""
@@ -173,6 +180,35 @@ def edited_in_place(old: Sequence[MessageFacts], now: Sequence[MessageFacts]) ->
     )
 
 
+def whole_shape(
+    old: Sequence[MessageFacts],
+    new: Sequence[MessageFacts],
+    sent: Sequence[MessageFacts] = (),
+) -> tuple[int, int] | None:
+    """``(head, end)`` when ``new`` could replace the history ``old`` (followed by ``sent``,
+    the response sent back) whole: its system messages kept, then ``new[head:end]``
+    ending the request, user or system text repeating neither of the history's first nor
+    last :data:`RESTART_KEYS` messages (a restart). At most ``2 * RESTART_KEYS`` of the
+    history's messages are read (:func:`replaced_whole` reads them all)."""
+    head = 0
+    while head < len(old) and head < len(new) and old[head].role == "system":
+        if old[head].key != new[head].key:
+            return None
+        head += 1
+    end = _summary_end(new, head) if head < len(new) else head
+    inserted = new[head:end]
+    if not inserted or len(old) + len(sent) <= head or end < len(new):
+        return None  # nothing new in place of the history, or a reply after it
+    if any(f.role not in ("user", "system") or f.tool_results for f in inserted):
+        return None
+    first = old[head : head + RESTART_KEYS]
+    last = old[max(head + RESTART_KEYS, len(old) - RESTART_KEYS) :]
+    seen = {f.key for f in (*first, *last, *sent)}
+    if any(f.key in seen for f in inserted):
+        return None  # the task (or the last exchange) sent again: a restart, not a summary
+    return head, end
+
+
 def replaced_whole(
     old: Sequence[MessageFacts],
     new: Sequence[MessageFacts],
@@ -183,17 +219,11 @@ def replaced_whole(
     or system text never sent before (a summary), nothing kept verbatim; None if ``new`` is not
     that shape. Whether it is the *same* conversation is the caller's to judge (the
     shape alone is also a new conversation's first request)."""
-    head = 0
-    while head < len(old) and head < len(new) and old[head].role == "system":
-        if old[head].key != new[head].key:
-            return None
-        head += 1
-    end = _summary_end(new, head) if head < len(new) else head
-    inserted, dropped = new[head:end], old[head:]
-    if not inserted or not dropped or end < len(new):
-        return None  # nothing new in place of the history, or a reply after it
-    if any(f.role not in ("user", "system") or f.tool_results for f in inserted):
+    shape = whole_shape(old, new)
+    if shape is None:
         return None
+    head, end = shape
+    inserted, dropped = new[head:end], old[head:]
     seen = {f.key for f in dropped}
     if any(f.key in seen for f in inserted):
         return None  # a message of the old history sent again: a restart, not a summary

@@ -18,10 +18,13 @@ ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "benchmarks" / "results" / "instrumentation_overhead.json"
 
 
-def _first_cell(config: str, own_ms: float, length: int = 2000) -> dict[str, Any]:
+def _first_cell(
+    config: str, own_ms: float, length: int = 2000, task: bool = False
+) -> dict[str, Any]:
     """A worker's result with one first-call cell: two calls of 10 ms CPU, ``own_ms`` own."""
     cell = {
         "first": True,
+        "task": task,
         "stream": False,
         "length": length,
         "recent": 8,
@@ -36,10 +39,13 @@ def _first_cell(config: str, own_ms: float, length: int = 2000) -> dict[str, Any
 
 
 def test_the_plan_has_first_calls_at_2000_and_10000_messages_for_ours_and_its_peer() -> None:
-    """Ours, python-genai and the baseline run first-call cells at both lengths; others none."""
+    """Ours, python-genai and the baseline run first-call cells at both lengths, a long
+    history and a one-message task after them; others none."""
     for config in ("plain", "official", "ours"):
         cells = overhead_first.first_cells(config, quick=False)
-        assert [c["length"] for c in cells] == [2000, 10000]
+        assert [(c["length"], c.get("task", False)) for c in cells] == [
+            (2000, False), (2000, True), (10000, False), (10000, True)
+        ]  # fmt: skip
         assert all(c["first"] and not c["stream"] for c in cells)
     assert overhead_first.first_cells("openllmetry", quick=False) == []
     assert overhead_first.RECENT == 8
@@ -60,6 +66,19 @@ def test_the_report_has_the_first_call_table_and_verdict_and_keeps_it_apart() ->
     assert "- **met** at 2,000 messages: ours 3.5 ms against 2 x 1.0 ms" in body
     steps = overhead_report.summarize(earlier["runs"], clock="cpu")
     assert overhead_report.summarize(runs, clock="cpu") == steps
+
+
+def test_a_new_task_after_the_recent_conversations_has_its_own_row_and_verdict() -> None:
+    """A one-message first call is reported apart from the long first call of its length."""
+    runs = [_first_cell(c, own, task=t) for c, own in (("plain", 0.0), ("official", 1.0),
+            ("ours", 2.0)) for t in (False, True)]  # fmt: skip
+    rows = overhead_first.summarize_first(runs)
+    lines = overhead_first.render_first(rows)
+    assert "| 1 after 2,000 | ours | 2 | 2.0 | 10.0 | 3.0 | 1 |" in lines
+    assert "| 2,000 | ours | 2 | 2.0 | 10.0 | 3.0 | 1 |" in lines
+    verdicts = overhead_first.first_verdicts(rows)
+    assert verdicts[0].startswith("- **met** at 2,000 messages")
+    assert verdicts[1].startswith("- **met** at a one-message task after 2,000 messages")
 
 
 def test_a_first_call_slower_than_the_bound_is_missed() -> None:
