@@ -26,7 +26,7 @@ def as_count(value: object) -> int | None:
     """
     if type(value) is int:  # the common case first: an SDK's usage field
         number = value
-    elif isinstance(value, bool):
+    elif value is None or isinstance(value, bool):  # None next: a usage field left out
         return None
     elif isinstance(value, int):
         number = int(value)

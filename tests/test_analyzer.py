@@ -52,6 +52,16 @@ def test_turns_are_numbered_from_one_with_pressure() -> None:
     assert first.conversation_id == "c"
 
 
+def test_context_tokens_follow_the_pressure() -> None:
+    """context_tokens is the last pressure's context tokens, None before the first turn."""
+    an = ConversationAnalyzer("c", Settings())
+    assert (an.context_tokens, an.pressure) == (None, None)
+    an.observe_turn(turn(50_000, tool_output_tokens=(1_000,)))
+    an.observe_turn(turn(70_000))
+    assert an.pressure is not None
+    assert an.context_tokens == an.pressure.context_tokens == 70_000
+
+
 def test_window_comes_from_the_model_table_when_not_given() -> None:
     """Without an explicit window, the model's window (or the default) is used."""
     an = ConversationAnalyzer("c", Settings(model_windows={"my-model": 100_000}))

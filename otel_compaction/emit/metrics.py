@@ -165,7 +165,7 @@ class CompactionMetrics:
         context: Context | None = None,
     ) -> None:
         """Record the token fraction of one inference call (``context``: its span's)."""
-        attrs = self.turn_attributes(provider)
+        attrs = self._turn_attributes.cached(provider, _turn_attributes)  # turn_attributes inline
         self._token_fraction.record(analysis.pressure.token_fraction, attrs, context=context)
 
     def record_call(

@@ -116,6 +116,10 @@ class AnalyzerSetup:
         return cls(settings, *split_detectors(tuple(detectors)), clock, on_finding)
 
 
+_PHASE_KNOWN: Final = 1
+_COMPACTED_PENDING: Final = 2
+
+
 class _Flag:
     """A boolean kept as one bit of the analyzer's ``_flags``: four booleans in one slot
     (24 bytes less for each of 100,000 conversations)."""
@@ -190,9 +194,9 @@ class ConversationAnalyzer:
     """The names of :meth:`state`'s values: everything but the id, the idle clock and what
     the constructor derives (settings, detectors, clock, listener, lock)."""
 
-    _phase_known = _Flag(1)
+    _phase_known = _Flag(_PHASE_KNOWN)
     """Whether a turn or a report made the phase known."""
-    _compacted_pending = _Flag(2)
+    _compacted_pending = _Flag(_COMPACTED_PENDING)
     """Whether a compaction came since the last turn (the next turn says so)."""
     _livelocked = _Flag(4)
     _judged_ineffective = _Flag(8)
@@ -320,6 +324,13 @@ class ConversationAnalyzer:
             return self._pressure_tracker.last
 
     @property
+    def context_tokens(self) -> int | None:
+        """``pressure.context_tokens`` without building the pressure; None before the first
+        turn."""
+        with self._lock:
+            return self._pressure_tracker.context_tokens
+
+    @property
     def phase(self) -> PhaseEstimate | None:
         """The current phase, reports included; None until a turn or a report."""
         with self._lock:
@@ -383,7 +394,7 @@ class ConversationAnalyzer:
         categories = self._categories(obs)
         phase_tracker = self._phase_tracker
         phase = phase_tracker.observe_categories(categories, turn)
-        self._phase_known = True
+        self._flags |= _PHASE_KNOWN  # the _Flags' bits inline here: every turn
         transition = phase_tracker.last_transition
         if transition is not None or turn == 1:
             self._phase_since = turn - 1
@@ -394,7 +405,9 @@ class ConversationAnalyzer:
             self._fixed = obs.fixed_tokens
         if self._first is not None and turn >= self._setup.settings.short_run_turns:
             self._first = None  # the run is no short run, whatever comes
-        compacted, self._compacted_pending = self._compacted_pending, False
+        flags = self._flags
+        compacted = bool(flags & _COMPACTED_PENDING)
+        self._flags = flags & ~_COMPACTED_PENDING
         return TurnAnalysis(
             self.conversation_id,
             turn,

@@ -47,7 +47,8 @@ def fields_of(value: Any) -> Callable[[str], Any]:
     """
     if value is None:
         return _NOTHING.get
-    shape = _shape_of(type(value))
+    kind = type(value)
+    shape = _SHAPES.get(kind) or _shape_of(kind)  # a call less: four readers a call
     if shape is _MAPPING:
         return value.get  # type: ignore[no-any-return]
     if shape is not _OTHER:

@@ -183,11 +183,11 @@ class InferenceCall:
         placement = self.placement
         if placement is None or placement.rewrite is not None or placement.first or self.internal:
             return
-        last, measured = analyzer.pressure, response.input_tokens
+        last, measured = analyzer.context_tokens, response.input_tokens
         if last is None or measured is None or self.conversation is None:
             return
         added = tokens_for_chars(sum([f.chars for f in placement.new_facts]))
-        if measured >= last.context_tokens + added * REREAD_SHARE:
+        if measured >= last + added * REREAD_SHARE:
             return
         try:
             found = self.runtime.history.reread(self.conversation.id)

@@ -348,7 +348,7 @@ class RediscoveryTracker:
         names and keys, ``resolve_keys``). Returns the horizons it closed (compactions' and
         baseline points' alike). Late keys (``LateKey``) are the previous turn's calls, with
         ``result_tokens`` their own results."""
-        if any(isinstance(k, LateKey) for k in keys):
+        if LateKey in map(type, keys):  # no generator: every turn
             self._late(turn - 1, calls, keys, result_tokens)
             calls, keys, result_tokens = (), (), ()
         self._pair(result_tokens)

@@ -110,6 +110,12 @@ class PressureTracker:
             return None
         return self._pressure(self._context_tokens, self._window)
 
+    @property
+    def context_tokens(self) -> int | None:
+        """``last.context_tokens`` without building :attr:`last`; None before the first."""
+        kept = self._kept
+        return kept.context_tokens if kept is not None else self._context_tokens
+
     def _pressure(self, context_tokens: int, window: int) -> Pressure:
         # token_fraction and attention_decay (weights precomputed), inline: every turn
         # runs this. Both quotients are >= 0 here, so only the upper clip can apply.

@@ -103,3 +103,20 @@ def test_a_full_tracker_takes_new_outputs_without_growing() -> None:
     assert all(len(t.recent_tool_outputs) == k for t in trackers)
     # An array over-allocated by appending holds dozens of bytes more per tracker.
     assert grown / len(trackers) < 8
+
+
+def test_context_tokens_is_that_of_last_without_building_it() -> None:
+    """context_tokens answers last's context tokens: None before a turn, the last turn's
+    after it, after clear() and on a tracker restored from its state."""
+    tracker = PressureTracker(Settings())
+    assert (tracker.context_tokens, tracker.last) == (None, None)
+    tracker.observe(1_000, 10_000, (2_000,))
+    tracker.observe(3_000, 10_000)
+    assert tracker.last is not None
+    assert tracker.context_tokens == tracker.last.context_tokens == 3_000
+    tracker.clear()
+    assert tracker.last is not None
+    assert tracker.context_tokens == tracker.last.context_tokens == 3_000
+    restored = PressureTracker(Settings())
+    restored.restore(tracker.state())
+    assert restored.context_tokens == 3_000
