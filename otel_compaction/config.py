@@ -44,7 +44,9 @@ class Settings(BaseModel):
     )
 
     # Pressure signals.
-    attention_window: int = Field(8, ge=1, description="K: how many recent tool outputs count")
+    attention_window: int = Field(
+        8, ge=1, le=128, description="K: how many recent tool outputs count (at most 128)"
+    )
     attention_decay: float = Field(0.8, gt=0.0, le=1.0, description="weight ratio per step back")
     default_window: int = Field(200_000, gt=0)
     model_windows: dict[str, int] = Field(default_factory=dict)

@@ -25,7 +25,7 @@ from otel_compaction._once import Once
 from otel_compaction.emit.attributes import transition_event_attributes, turn_attributes
 from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.inference.history import Placement
-from otel_compaction.inference.messages import value_digest
+from otel_compaction.inference.messages import MessageFacts, value_digest
 from otel_compaction.instrument import _scope as scope
 from otel_compaction.instrument._api import RequestInfo, ResponseInfo
 from otel_compaction.instrument._compactions import (
@@ -244,7 +244,7 @@ class InferenceCall:
             context_tokens=context,
             model=self.request.model or (response.model if response else None),
             new_content_tokens=tokens_for_chars(sum([f.content_chars for f in new])),
-            tool_output_tokens=tuple([tokens_for_chars(c) for f in new for c in f.tool_results]),
+            tool_output_tokens=_tool_output_tokens(new),
             tool_calls=tuple(response.tool_calls) if response else (),
             tool_arguments=tuple(response.tool_arguments) if response else (),
             tool_keys=_tool_keys(response),
@@ -354,3 +354,16 @@ class InferenceCall:
             return
         if self.placement is not None and response.echo and self.request.messages is not None:
             self.runtime.history.remember_response(conversation.id, response.echo)
+
+
+TOOL_OUTPUT_SIZES = 128
+"""Tool-output sizes a turn reports (``compaction.turn.tool_output_tokens``), the newest: as
+many as ``attention_decay`` can weigh (``Settings.attention_window`` is at most 128). A first
+call over a long history brings thousands; the span does not carry them all."""
+
+
+def _tool_output_tokens(new: Sequence[MessageFacts]) -> tuple[int, ...]:
+    """The token sizes of the newest :data:`TOOL_OUTPUT_SIZES` tool outputs of ``new``
+    (message facts), oldest first."""
+    chars = [c for f in new for c in f.tool_results]
+    return tuple([tokens_for_chars(c) for c in chars[-TOOL_OUTPUT_SIZES:]])

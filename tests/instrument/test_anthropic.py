@@ -261,3 +261,29 @@ def test_metrics_and_analysis_do_not_depend_on_sampling(cap: Capture, instrument
     assert runtime is not None
     (conversation,) = runtime.registry.ids()
     assert runtime.registry.get(conversation).turn_index == 3
+
+
+def test_a_first_call_over_a_long_history_reports_the_newest_128_tool_output_sizes(
+    cap: Capture, instrumented: CompactionInstrumentor
+) -> None:
+    """A history of 300 tool results sent at once: the span carries the newest 128 sizes,
+    oldest first, and the attention decay is the same as over all of them."""
+    messages: list[Any] = [TASK]
+    for n in range(300):
+        use = {"type": "tool_use", "id": f"t{n}", "name": "read_file", "input": {"path": "a"}}
+        messages.append({"role": "assistant", "content": [use]})
+        result = {"type": "tool_result", "tool_use_id": f"t{n}", "content": "x" * (4 * (n + 1))}
+        messages.append({"role": "user", "content": [result]})
+    anthropic_client(FakeLLMAPI([Reply("done")])).messages.create(
+        model=MODEL, max_tokens=64, messages=messages
+    )
+    (span,) = chat_spans(cap)
+    sizes = list(attrs(span)[sc.TOOL_OUTPUT_TOKENS])
+    assert len(sizes) == 128
+    assert sizes == sorted(sizes)
+    assert sizes[-1] > sizes[0]
+    settings = Settings()
+    weights = [settings.attention_decay**j for j in range(settings.attention_window)]
+    window = attrs(span)[sc.CONTEXT_WINDOW]
+    expected = sum(w * s for w, s in zip(weights, reversed(sizes), strict=False)) / window
+    assert attrs(span)[sc.PRESSURE_ATTENTION_DECAY] == pytest.approx(expected, abs=1e-4)
