@@ -303,6 +303,12 @@ class ConversationAnalyzer:
         with self._lock:
             return self._lineage.records
 
+    def knows_compaction(self, compaction_id: str) -> bool:
+        """Whether ``compaction_id`` is among the remembered compactions (without building
+        them, as :attr:`compactions` does: settled ones are kept packed)."""
+        with self._lock:
+            return self._lineage.knows(compaction_id)
+
     @property
     def livelocked(self) -> bool:
         """Whether the conversation is in re-expansion livelock.
@@ -446,7 +452,7 @@ class ConversationAnalyzer:
         previous = None
         if self._unsettled is not None:  # no call came between: it is judged as it is
             previous = self._settle(self._unsettled, None)
-        history = self._lineage.records
+        history = self._lineage.history()
         pressure = self._pressure_tracker.last
         window = pressure.window if pressure else None
         if window is None:
@@ -564,6 +570,7 @@ class ConversationAnalyzer:
         last = self._lineage.last
         if call is not None and last is not None:
             self._measure_fixed(last, call)
+        history = self._lineage.records[:-1]  # before the settlement packs the record
         settle = self._lineage.settle
         record = last if context_after is None else settle(context_after, self._fixed)
         if record is None:
@@ -572,7 +579,7 @@ class ConversationAnalyzer:
         ctx = DetectionContext(
             record=record,
             settings=self._setup.settings,
-            history=self._lineage.records[:-1],
+            history=history,
             pressure=pressure,
             floor_tokens=self._floor,
             fixed_tokens=self._fixed,
