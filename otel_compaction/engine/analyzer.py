@@ -25,9 +25,10 @@ the compaction reported next, and they count in no interval, pressure or phase.
 Every call is thread-safe and cheap (a few dozen arithmetic operations per turn; text
 matching only on compactions).
 
-An analyzer is small, since a registry may hold 100,000 of them (about 2 KB each
+An analyzer is small, since a registry may hold 100,000 of them (about 1.4 KB each
 with two compactions, see ``docs/benchmarks.md``): it has ``__slots__``; its
-trackers keep tuples, ``array``s and packed bytes rather than deques, and the
+trackers keep tuples, ``array``s and packed bytes rather than deques, settled
+compaction records packed (``lineage.packed``), and the
 last pressure and phase estimate as their inputs, rebuilt when asked for; the
 analyzers of one registry share a few striped locks; everything derived from the
 settings (matrices, categorizer, decay weights) is shared.

@@ -14,6 +14,7 @@ from otel_compaction.config import Settings
 from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.lineage import LineageTracker
 from otel_compaction.lineage.packed import PackedRecord, pack, unpacked
+from otel_compaction.lineage.tracker import PACKED_RECORDS
 from otel_compaction.model import (
     CompactionObservation,
     CompactionRecord,
@@ -180,3 +181,21 @@ def test_a_snapshot_round_trip_restores_packed_records() -> None:
     assert codec.encode_analyzer(restored) == raw
     kept = restored._lineage._records  # how they are kept is what is pinned
     assert [type(r) for r in kept] == [PackedRecord, PackedRecord]
+
+
+def test_a_conversation_keeps_at_most_packed_records_packed() -> None:
+    """Past :data:`PACKED_RECORDS` settled compactions, later ones are kept as they are
+    (each compaction unpacks the packed ones), and every record still reads back."""
+    tracker = LineageTracker(CID, Settings())
+    made = []
+    for n in range(PACKED_RECORDS + 3):
+        made.append(
+            tracker.observe_compaction(
+                CompactionObservation(
+                    CompactionSource.EXPLICIT, tokens_before=50_000 + n, context_after=30_000 + n
+                )
+            )
+        )
+    kinds = [type(r) for r in tracker._records]  # how they are kept is what is pinned
+    assert kinds == [PackedRecord] * PACKED_RECORDS + [CompactionRecord] * 3
+    assert tracker.records == tuple(made)
