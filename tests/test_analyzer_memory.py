@@ -41,8 +41,8 @@ def _fill(registry: ConversationRegistry) -> None:
 
 BOUND = 2_048
 """Bytes per conversation: the 2 KiB target of the processor's memory (docs/benchmarks.md).
-This fill keeps about 2,037 bytes (``pytest -s`` on this file prints the figure). Growth past
-the bound needs a reason in docs/benchmarks.md."""
+This fill keeps about 1,420 bytes (2,037 before settled records were kept packed; ``pytest -s``
+on this file prints the figure). Growth past the bound needs a reason in docs/benchmarks.md."""
 
 
 def test_an_idle_conversation_with_two_compactions_stays_within_two_kib() -> None:

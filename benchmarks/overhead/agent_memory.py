@@ -12,11 +12,12 @@ kinds of conversation, each of ``--conversations`` conversations:
   every 40 turns: the rediscovery tracker fills its caps.
 
 What bounds a conversation: ``max_compactions_per_conversation`` records (64 by default,
-about 450 bytes each), the sketches of the last 4 summaries (with content capture), the
-rediscovery tracker's last 256 call keys (16 bytes each) and last 64 edited paths
-(12 bytes each), and its open horizons (one per compaction or baseline point less than
-``rediscovery_horizon`` turns old, each with the keys it counted). The instrumentation's
-history store (``inference/``) is bounded on its own and not counted here.
+about 450 bytes each; the first 8 settled ones packed, about 190), the sketches of the last
+4 summaries (with content capture), the rediscovery tracker's last 256 call keys (16 bytes
+each) and last 64 edited paths (12 bytes each), and its open horizons (one per compaction
+or baseline point less than ``rediscovery_horizon`` turns old, each with the keys it
+counted). The instrumentation's history store (``inference/``) is bounded on its own and
+not counted here.
 
     benchmarks/run agent-memory [--conversations 200] [--turns 600] [--json FILE]
 """

@@ -25,9 +25,10 @@ the compaction reported next, and they count in no interval, pressure or phase.
 Every call is thread-safe and cheap (a few dozen arithmetic operations per turn; text
 matching only on compactions).
 
-An analyzer is small, since a registry may hold 100,000 of them (about 2 KB each
+An analyzer is small, since a registry may hold 100,000 of them (about 1.4 KB each
 with two compactions, see ``docs/benchmarks.md``): it has ``__slots__``; its
-trackers keep tuples, ``array``s and packed bytes rather than deques, and the
+trackers keep tuples, ``array``s and packed bytes rather than deques, settled
+compaction records packed (``lineage.packed``), and the
 last pressure and phase estimate as their inputs, rebuilt when asked for; the
 analyzers of one registry share a few striped locks; everything derived from the
 settings (matrices, categorizer, decay weights) is shared.
@@ -307,6 +308,12 @@ class ConversationAnalyzer:
         with self._lock:
             return self._lineage.records
 
+    def knows_compaction(self, compaction_id: str) -> bool:
+        """Whether ``compaction_id`` is among the remembered compactions (without building
+        them, as :attr:`compactions` does: settled ones are kept packed)."""
+        with self._lock:
+            return self._lineage.knows(compaction_id)
+
     @property
     def livelocked(self) -> bool:
         """Whether the conversation is in re-expansion livelock.
@@ -459,7 +466,7 @@ class ConversationAnalyzer:
         previous = None
         if self._unsettled is not None:  # no call came between: it is judged as it is
             previous = self._settle(self._unsettled, None)
-        history = self._lineage.records
+        history = self._lineage.history()
         pressure = self._pressure_tracker.last
         window = pressure.window if pressure else None
         if window is None:
@@ -577,6 +584,7 @@ class ConversationAnalyzer:
         last = self._lineage.last
         if call is not None and last is not None:
             self._measure_fixed(last, call)
+        history = self._lineage.records[:-1]  # before the settlement packs the record
         settle = self._lineage.settle
         record = last if context_after is None else settle(context_after, self._fixed)
         if record is None:
@@ -585,7 +593,7 @@ class ConversationAnalyzer:
         ctx = DetectionContext(
             record=record,
             settings=self._setup.settings,
-            history=self._lineage.records[:-1],
+            history=history,
             pressure=pressure,
             floor_tokens=self._floor,
             fixed_tokens=self._fixed,

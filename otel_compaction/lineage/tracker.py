@@ -30,7 +30,9 @@ lineage has generation 0 and is its own root.
 Memory is bounded: at most ``Settings.max_compactions_per_conversation``
 records, and shingle sketches of the last ``SKETCH_MEMORY`` summaries only. Both
 are tuples, replaced on each compaction (rare next to turns): a conversation
-without compactions holds none, and ``records`` is returned without a copy.
+without compactions holds none. A settled record is kept packed
+(:mod:`otel_compaction.lineage.packed`, about 190 bytes where the record is about
+500); ``records`` unpacks them, the tracker's own scans read the ids without.
 """
 
 from __future__ import annotations
@@ -44,12 +46,17 @@ from typing import Any, ClassVar, TypeVar
 from otel_compaction.config import Settings
 from otel_compaction.lineage import text as txt
 from otel_compaction.lineage.cycles import CycleAccumulator
+from otel_compaction.lineage.packed import PackedRecord, pack, unpacked
 from otel_compaction.lineage.schema import judge_summary
 from otel_compaction.model import CompactionObservation, CompactionRecord, Cycle
 from otel_compaction.semconv import CompactionMode
 from otel_compaction.signals.tokens import estimate_tokens
 
 SKETCH_MEMORY = 4
+PACKED_RECORDS = 8
+"""The most records a conversation keeps packed: each compaction unpacks them (the rules read
+the whole history, a few microseconds a record), so a conversation of many compactions keeps
+its later ones as they are, its CPU time per compaction bounded."""
 SHORT_SUMMARY_SHINGLES = 16
 """A summary with fewer word 5-grams than this (about 20 words) is matched only when all of
 them are there: templated short summaries share most of their few 5-grams by chance."""
@@ -79,7 +86,15 @@ class LineageTracker:
     Not thread-safe: the conversation's analyzer serialises calls.
     """
 
-    __slots__ = ("_conversation_id", "_cycle", "_known", "_records", "_settings", "_turn_index")
+    __slots__ = (
+        "_conversation_id",
+        "_cycle",
+        "_history",
+        "_known",
+        "_records",
+        "_settings",
+        "_turn_index",
+    )
 
     STATE_FIELDS: ClassVar = ("cycle", "known", "records", "turn_index")
     """The names of :meth:`state`'s values (the id and settings are the constructor's)."""
@@ -87,7 +102,10 @@ class LineageTracker:
     def __init__(self, conversation_id: str, settings: Settings) -> None:
         self._conversation_id = conversation_id
         self._settings = settings
-        self._records: tuple[CompactionRecord, ...] = ()
+        self._records: tuple[CompactionRecord | PackedRecord, ...] = ()
+        """The records, oldest first: settled ones packed (when they pack)."""
+        self._history: tuple[CompactionRecord, ...] | None = None
+        """The records unpacked (:meth:`history`), until a record is next packed."""
         self._known: tuple[_Known, ...] = ()
         self._cycle = CycleAccumulator()
         self._turn_index = 0
@@ -100,7 +118,7 @@ class LineageTracker:
         return {
             "cycle": (c.turns, c.new_content_tokens, c.first_context_tokens, c.last_context_tokens),
             "known": tuple((k.compaction_id, k.sketch) for k in self._known),
-            "records": self._records,
+            "records": self.records,
             "turn_index": self._turn_index,
         }
 
@@ -109,18 +127,49 @@ class LineageTracker:
         cycle, known, records, turn_index = map(state.__getitem__, self.STATE_FIELDS)
         self._cycle = CycleAccumulator(*cycle)
         self._known = tuple(_Known(cid, sketch) for cid, sketch in known)
-        self._records = tuple(records)
+        self._records = tuple(map(self._kept, records))
+        self._history = None
         self._turn_index = turn_index
 
     @property
     def records(self) -> tuple[CompactionRecord, ...]:
         """The remembered compactions, oldest first."""
-        return self._records
+        if self._history is not None:
+            return self._history
+        cid = self._conversation_id
+        return tuple(unpacked(r, cid) for r in self._records)
+
+    def history(self) -> tuple[CompactionRecord, ...]:
+        """:attr:`records`, kept unpacked until a record is next packed: the compaction about
+        to be observed reads them, and so does its settlement (the next call), where
+        unpacking them twice would cost a few microseconds a record each time."""
+        history = self._history = self.records
+        return history
 
     @property
     def last(self) -> CompactionRecord | None:
         """The latest compaction, if any."""
-        return self._records[-1] if self._records else None
+        return unpacked(self._records[-1], self._conversation_id) if self._records else None
+
+    def knows(self, compaction_id: str) -> bool:
+        """Whether ``compaction_id`` is among the remembered compactions."""
+        return any(r.compaction_id == compaction_id for r in self._records)
+
+    def _kept(self, record: CompactionRecord) -> CompactionRecord | PackedRecord:
+        """How ``record`` is kept: packed once settled (and of this conversation), while
+        fewer than :data:`PACKED_RECORDS` are."""
+        if record.tokens_after is None or record.conversation_id != self._conversation_id:
+            return record
+        if sum(type(r) is PackedRecord for r in self._records) >= PACKED_RECORDS:
+            return record
+        return pack(record)
+
+    def _unpacked(self, at: int) -> CompactionRecord:
+        """The record at index ``at`` of the records kept, unpacked."""
+        history = self._history
+        if history is not None:
+            return history[at]
+        return unpacked(self._records[at], self._conversation_id)
 
     def observe_turn(self, turn_index: int, context_tokens: int, new_content_tokens: int) -> None:
         """Account one turn (one LLM call) in the current cycle."""
@@ -198,7 +247,8 @@ class LineageTracker:
         settled = dataclasses.replace(
             last, tokens_after=max(0, context_after), fixed_tokens=fixed_tokens
         )
-        self._records = (*self._records[:-1], settled)
+        self._records = (*self._records[:-1], self._kept(settled))
+        self._history = None  # the conversation may idle now: only the packed form stays
         return settled
 
     def is_known_summary(self, text: str) -> str | None:
@@ -229,9 +279,9 @@ class LineageTracker:
         return None
 
     def _find(self, compaction_id: str) -> CompactionRecord | None:
-        for record in reversed(self._records):
-            if record.compaction_id == compaction_id:
-                return record
+        for at in range(len(self._records) - 1, -1, -1):
+            if self._records[at].compaction_id == compaction_id:
+                return self._unpacked(at)
         return None
 
     def _lineage(self, compaction_id: str, obs: CompactionObservation) -> _Lineage:
@@ -253,9 +303,8 @@ class LineageTracker:
         summary = obs.summary_text
         if summary and summary.strip() and self._known:
             return self._containing(summary, self._settings.lineage_carry_over), False
-        previous = self.last
         if obs.continues_lineage is True:
-            return (previous.compaction_id if previous else None), False
+            return (self._records[-1].compaction_id if self._records else None), False
         matched = self._match_compacted(obs.compacted_texts)
         if matched is not None:
             return matched, False
@@ -318,15 +367,24 @@ class LineageTracker:
         # starts one, so frequent prunes never look like an accelerating cadence.
         if obs.mode is CompactionMode.PRUNE:
             return None
-        previous = next(
-            (r for r in reversed(self._records) if r.mode is not CompactionMode.PRUNE), None
-        )
+        records = self._records
+        at = next(
+            (i for i in range(len(records) - 1, -1, -1)
+             if records[i].mode is not CompactionMode.PRUNE),
+            None,
+        )  # fmt: skip
+        previous = None if at is None else self._unpacked(at)
         return self._cycle.close(previous, turn_index, obs.tokens_before)
 
     def _remember(self, record: CompactionRecord, summary: str | None) -> None:
-        self._records = _bounded(
-            self._records, record, self._settings.max_compactions_per_conversation
-        )
+        limit = self._settings.max_compactions_per_conversation
+        kept = self._kept(record)
+        self._records = _bounded(self._records, kept, limit)
+        history = self._history
+        if history is not None and not record.settled:  # read again at its settlement
+            self._history = _bounded(history, record, limit)
+        else:
+            self._history = None
         if record.mode is not CompactionMode.PRUNE:
             self._cycle.reset()
         if summary:

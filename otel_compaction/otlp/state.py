@@ -366,7 +366,7 @@ class ConversationState:
     def _compaction(self, analyzer: ConversationAnalyzer, item: Item) -> Applied | None:
         assert item.compaction is not None
         known = item.compaction.compaction_id
-        if known and any(r.compaction_id == known for r in analyzer.compactions):
+        if known and analyzer.knows_compaction(known):
             self._skip(item, ProcessorReason.DUPLICATE)
             return None
         try:

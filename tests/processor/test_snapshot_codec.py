@@ -187,7 +187,7 @@ DERIVED: dict[type, set[str]] = {
     },
     PressureTracker: {"_weights"},
     PhaseTracker: {"_tables", "_categorize", "_rules"},
-    LineageTracker: {"_settings", "_conversation_id"},
+    LineageTracker: {"_settings", "_conversation_id", "_history"},  # _history: a memo
     RediscoveryTracker: set(),
 }  # fmt: skip
 """The slots each state class's constructor rebuilds (the id, idle clock and turn mark are the
