@@ -27,6 +27,11 @@ ENV_PREFIX = "OTEL_PYTHON_COMPACTION_"
 _CAPTURE_ON_SPAN = frozenset({"SPAN_ONLY", "SPAN_AND_EVENT", "TRUE"})
 
 
+MAX_ATTENTION_WINDOW = 128
+"""The most tool outputs ``attention_window`` may weigh; a turn reports no more sizes than this
+(``compaction.turn.tool_output_tokens``)."""
+
+
 class Settings(BaseModel):
     """All thresholds of the signals, lineage and detectors, with their defaults."""
 
@@ -45,7 +50,10 @@ class Settings(BaseModel):
 
     # Pressure signals.
     attention_window: int = Field(
-        8, ge=1, le=128, description="K: how many recent tool outputs count (at most 128)"
+        8,
+        ge=1,
+        le=MAX_ATTENTION_WINDOW,
+        description="K: how many recent tool outputs count (at most 128)",
     )
     attention_decay: float = Field(0.8, gt=0.0, le=1.0, description="weight ratio per step back")
     default_window: int = Field(200_000, gt=0)

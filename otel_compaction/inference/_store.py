@@ -21,7 +21,7 @@ from typing import Any
 from otel_compaction._bounded import BoundedMap
 from otel_compaction.inference import carry
 from otel_compaction.inference._placement import History, Request, anchor_of
-from otel_compaction.inference.messages import MessageFacts, describe, lead
+from otel_compaction.inference.messages import MessageFacts, describe, ends, lead
 from otel_compaction.inference.rewrite import Rewrite, edited_in_place
 
 MAX_PER_ANCHOR = 8
@@ -174,7 +174,7 @@ class HistoryStore:
         """A history of the same system prompt whose last messages the request carries."""
         self._refresh_tails()
         marks, sizes = self._tail_marks, self._tail_sizes
-        for fact in _ends(facts):
+        for fact in ends(facts, SHARED_TAIL_SCAN, start=1):
             if fact.chars not in sizes or (fact.chars, lead(fact.message)) not in marks:
                 continue
             cid = self._by_tail.get(fact.key)
@@ -255,14 +255,6 @@ class HistoryStore:
                 return
             self.drop(cid)
         self._oldest_used = -math.inf
-
-
-def _ends(facts: Sequence[MessageFacts]) -> Sequence[MessageFacts]:
-    """The messages of a request the shared-tail lookup reads, in order: all but the first
-    when they are few, else the first and the last :data:`SHARED_TAIL_SCAN` after it."""
-    if len(facts) <= 1 + 2 * SHARED_TAIL_SCAN:
-        return facts[1:]
-    return [*facts[1 : 1 + SHARED_TAIL_SCAN], *facts[-SHARED_TAIL_SCAN:]]
 
 
 def _count(counts: dict[Any, int], key: Any, step: int) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from otel_compaction._bounded import BoundedMap
 from otel_compaction.inference._placement import Asking, History, Placement, Request, sent_back
 from otel_compaction.inference._store import HistoryStore
-from otel_compaction.inference.messages import MessageFacts, describe, text_of
+from otel_compaction.inference.messages import MessageFacts, describe, ends, text_of
 from otel_compaction.inference.rewrite import Rewrite, summarized
 from otel_compaction.inference.summarizer import (
     SNIPPET_MESSAGES,
@@ -137,11 +137,8 @@ def draws_on(history: History, facts: Sequence[MessageFacts], msgs: Sequence[Any
     """Whether a request carries messages of ``history`` (beyond its system prompt) among
     its first or last :data:`DRAWN_MESSAGES`, or the text of its latest ones (a transcript
     pasted into a prompt)."""
-    old = history.facts
-    ends = old if len(old) <= 2 * DRAWN_MESSAGES else [
-        *old[:DRAWN_MESSAGES], *old[-DRAWN_MESSAGES:]
-    ]  # fmt: skip
-    own = {f.key for f in ends if f.role not in SYSTEM_ROLES}
+    drawn = ends(history.facts, DRAWN_MESSAGES)
+    own = {f.key for f in drawn if f.role not in SYSTEM_ROLES}
     if any(f.role not in SYSTEM_ROLES and f.key in own for f in facts):
         return True
     text = "\n".join(text_of(m) for m in msgs[-2:])[-TRANSCRIPT_CHARS:]

@@ -389,3 +389,12 @@ def _describe_any(message: Any) -> MessageFacts:
             summary = _summary_of(part) or summary
     content_chars = chars if role in _USER_ROLES else 0
     return MessageFacts(role, chars, content_chars, tuple(tool_results), summary, described)
+
+
+def ends(facts: Sequence[MessageFacts], count: int, start: int = 0) -> Sequence[MessageFacts]:
+    """``facts[start:]`` when it has at most ``2 * count`` messages, else its first and last
+    ``count``: the bounded part of a history the placement steps read where a long one
+    would cost them in proportion to its length."""
+    if len(facts) - start <= 2 * count:
+        return facts[start:]
+    return [*facts[start : start + count], *facts[-count:]]

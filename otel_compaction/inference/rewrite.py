@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from otel_compaction.inference.messages import MessageFacts
+from otel_compaction.inference.messages import MessageFacts, ends
 from otel_compaction.semconv import CompactionMode, CompactionTrigger
 
 MIN_DROPPED_TURNS = 2
@@ -201,9 +201,7 @@ def whole_shape(
         return None  # nothing new in place of the history, or a reply after it
     if any(f.role not in ("user", "system") or f.tool_results for f in inserted):
         return None
-    first = old[head : head + RESTART_KEYS]
-    last = old[max(head + RESTART_KEYS, len(old) - RESTART_KEYS) :]
-    seen = {f.key for f in (*first, *last, *sent)}
+    seen = {f.key for f in (*ends(old, RESTART_KEYS, start=head), *sent)}
     if any(f.key in seen for f in inserted):
         return None  # the task (or the last exchange) sent again: a restart, not a summary
     return head, end

@@ -22,6 +22,7 @@ from opentelemetry.trace import Span
 
 from otel_compaction import semconv as sc
 from otel_compaction._once import Once
+from otel_compaction.config import MAX_ATTENTION_WINDOW
 from otel_compaction.emit.attributes import transition_event_attributes, turn_attributes
 from otel_compaction.engine import ConversationAnalyzer
 from otel_compaction.inference.history import Placement
@@ -356,14 +357,9 @@ class InferenceCall:
             self.runtime.history.remember_response(conversation.id, response.echo)
 
 
-TOOL_OUTPUT_SIZES = 128
-"""Tool-output sizes a turn reports (``compaction.turn.tool_output_tokens``), the newest: as
-many as ``attention_decay`` can weigh (``Settings.attention_window`` is at most 128). A first
-call over a long history brings thousands; the span does not carry them all."""
-
-
 def _tool_output_tokens(new: Sequence[MessageFacts]) -> tuple[int, ...]:
-    """The token sizes of the newest :data:`TOOL_OUTPUT_SIZES` tool outputs of ``new``
-    (message facts), oldest first."""
+    """The token sizes of the newest tool outputs of ``new`` (message facts), oldest first: as
+    many as the attention decay can weigh (``config.MAX_ATTENTION_WINDOW``); a first call
+    over a long history brings thousands, the span does not carry them all."""
     chars = [c for f in new for c in f.tool_results]
-    return tuple([tokens_for_chars(c) for c in chars[-TOOL_OUTPUT_SIZES:]])
+    return tuple([tokens_for_chars(c) for c in chars[-MAX_ATTENTION_WINDOW:]])
