@@ -8,7 +8,8 @@ only requests with engine inputs, and deletes the file once they are applied).
 One pipeline thread calls ``step`` every tick: it applies the conversations
 whose reorder window closed, records metrics, logs and emits findings, and in
 enrich mode releases the processed requests to the queue, in the order they
-were accepted.
+were accepted; a large step goes in rounds that finish the oldest requests
+first (``rounds``), so they leave while the rest is applied.
 
 In enrich mode a request is written ahead as it was received, and most
 requests leave as they came: only one in which the processor changed a span's
@@ -57,6 +58,7 @@ from otel_compaction.processor.config import ProcessorConfig
 from otel_compaction.processor.enrich import write_flags
 from otel_compaction.processor.queue import PersistentQueue, QueueFull, QueueUnwritable
 from otel_compaction.processor.queue_watch import QueueWatch
+from otel_compaction.processor.rounds import rounds
 from otel_compaction.processor.tap import FindingContext, RediscoveryContext, findings_request
 from otel_compaction.processor.telemetry import ProcessorMetrics
 from otel_compaction.semconv import ProcessorReason
@@ -275,7 +277,11 @@ class Pipeline:
         """Apply what is due and emit the results; return how many items were applied."""
         with self._lock:
             groups = self.state.take_due()
-        applied = self._process(groups)
+        if self.enrich and self._batches:
+            # The oldest requests leave first, while the rest of the step is applied.
+            applied = sum(self._process(part) for part in rounds(groups, _request_order))
+        else:
+            applied = self._process(groups)
         watch = self._watch
         if watch is not None:
             watch.probe_if_due()
@@ -521,6 +527,12 @@ class Pipeline:
                     after_step()
             except Exception:  # the service keeps serving; the error is logged
                 logger.exception("pipeline step failed")
+
+
+def _request_order(item: Item) -> int:
+    """Where an item's request was accepted among the others (-1: no request held)."""
+    batch = item.batch
+    return -1 if batch is None else int(batch.seq)
 
 
 def _output(batch: Batch, queue: PersistentQueue) -> bytes | None:
