@@ -95,6 +95,9 @@ class ProcessingConfig(_Section):
     max_pending_items: int = Field(default=200_000, ge=1, description="spans held in the window")
     dedupe_memory: int = Field(default=262_144, ge=0, description="recent span ids remembered")
     tick_seconds: float = Field(default=0.05, gt=0.0, le=1.0)
+    trim_memory_seconds: float = Field(
+        default=30.0, ge=0.0, description="freed heap returned to the OS this often (0: never)"
+    )
 
 
 class OutputConfig(_Section):

@@ -54,6 +54,7 @@ from otel_compaction.otlp.decode import DecodeError, Signal, item_count, parse_p
 from otel_compaction.otlp.extract import Item, span_items
 from otel_compaction.otlp.spanview import splice_spans
 from otel_compaction.otlp.state import Applied, ConversationState
+from otel_compaction.processor import heap
 from otel_compaction.processor.config import ProcessorConfig
 from otel_compaction.processor.enrich import write_flags
 from otel_compaction.processor.queue import PersistentQueue, QueueFull, QueueUnwritable
@@ -149,6 +150,8 @@ class Pipeline:
         self._out_lock = threading.Lock()
         self._batches: deque[Batch] = deque()
         self._next_expiry = clock() + EXPIRE_EVERY_SECONDS
+        self._trim_every = config.processing.trim_memory_seconds
+        self._next_trim = clock() + self._trim_every
         self._retry_after = max(1, round(config.processing.reorder_window_seconds + 0.5))
         # Where recent compactions were seen, for the findings their settlement adds.
         self._compaction_spans: BoundedMap[str, tuple[bytes, bytes, int]] = BoundedMap(
@@ -287,9 +290,13 @@ class Pipeline:
             watch.probe_if_due()
             if watch.holds() and not watch.failing:
                 self._emit_findings([])
-        if self._clock() >= self._next_expiry:
-            self._next_expiry = self._clock() + EXPIRE_EVERY_SECONDS
+        now = self._clock()
+        if now >= self._next_expiry:
+            self._next_expiry = now + EXPIRE_EVERY_SECONDS
             self.state.expire()
+        if self._trim_every and now >= self._next_trim:
+            self._next_trim = now + self._trim_every
+            heap.release()
         return applied
 
     def drain(self) -> int:
