@@ -268,8 +268,10 @@ class ConversationState:
             self._bases.put(analyzer.conversation_id, base)
         return analyzer
 
-    def apply(self, groups: list[tuple[str, list[Item]]]) -> list[Applied]:
+    def apply(self, groups: list[tuple[str, list[Item]]], ordered: bool = False) -> list[Applied]:
         """Feed each conversation's items to the engine in turn order; return what it took.
+
+        ``ordered``: each group's items are in turn order already (not sorted again).
 
         Items already applied are skipped: a span id remembered (``duplicate``),
         a turn index at or below the conversation's mark or a later run's compaction
@@ -277,7 +279,7 @@ class ConversationState:
         """
         applied: list[Applied] = []
         for conversation_id, items in groups:
-            if len(items) > 1:
+            if len(items) > 1 and not ordered:
                 items.sort(key=Item.sort_key)
             analyzer = self.registry.get(conversation_id)
             self._apply_group(analyzer, self._expanded(conversation_id, items), applied)

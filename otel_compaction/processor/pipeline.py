@@ -282,7 +282,9 @@ class Pipeline:
             groups = self.state.take_due()
         if self.enrich and self._batches:
             # The oldest requests leave first, while the rest of the step is applied.
-            applied = sum(self._process(part) for part in rounds(groups, _request_order))
+            parts = rounds(groups, _request_order)
+            ordered = len(parts) > 1  # each part's lists sorted into turn order by ``rounds``
+            applied = sum(self._process(part, ordered) for part in parts)
         else:
             applied = self._process(groups)
         watch = self._watch
@@ -305,10 +307,10 @@ class Pipeline:
             groups = self.state.take_all()
         return self._process(groups)
 
-    def _process(self, groups: list[tuple[str, list[Item]]]) -> int:
+    def _process(self, groups: list[tuple[str, list[Item]]], ordered: bool = False) -> int:
         if not groups and not self._batches:
             return 0
-        applied = self._apply(groups)
+        applied = self._apply(groups, ordered)
         findings: list[FindingContext] = []
         late: list[FindingContext] = []
         quiet = self.metrics is None
@@ -340,9 +342,9 @@ class Pipeline:
             self._release(groups)
         return len(applied)
 
-    def _apply(self, groups: list[tuple[str, list[Item]]]) -> list[Applied]:
+    def _apply(self, groups: list[tuple[str, list[Item]]], ordered: bool = False) -> list[Applied]:
         try:
-            return self.state.apply(groups)
+            return self.state.apply(groups, ordered)
         except Exception:  # the engine catches its own errors per item; this is a last guard
             logger.exception("cannot apply %d conversations", len(groups))
             for _, items in groups:

@@ -14,14 +14,18 @@ them in one pass (a prefix, then the next part), and the oldest requests are com
 after the first round and leave while the next rounds run. An item that came late (a
 newer request holding an earlier turn) stops its conversation's prefix at that point,
 so the requests behind it wait for the round that takes it: order is never traded for
-latency. At most ``ROUNDS`` rounds a step, each a pass over the step's conversations;
-a step under ``LEAST_ITEMS`` items is applied in one.
+latency. At most ``ROUNDS`` rounds a step; a round visits only the conversations it
+takes items of (a heap by their next item's request); a step under ``LEAST_ITEMS``
+items is applied in one.
 """
 
 from __future__ import annotations
 
+import heapq
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
+from itertools import accumulate
 
 from otel_compaction.otlp.extract import Item
 
@@ -36,29 +40,39 @@ Groups = list[tuple[str, list[Item]]]
 def rounds(groups: Groups, seq: Callable[[Item], int]) -> list[Groups]:
     """``groups`` (conversation id, its due items) cut into at most ``ROUNDS`` rounds by
     ``seq`` (an item's request order), each conversation's items sorted into turn order
-    first; the rounds applied one after another apply every item once."""
+    first (so each round's lists are in turn order already); the rounds applied one after
+    another apply every item once."""
     total = sum(len(items) for _, items in groups)
     count = ROUNDS
     if total < LEAST_ITEMS or count <= 1:
         return [groups]
+    # Per conversation, the latest request among its first j+1 items (turn order): the
+    # items a round with frontier f takes are those whose running latest is <= f.
+    latest: list[list[int]] = []
+    per_seq: Counter[int] = Counter()
     for _, items in groups:
         if len(items) > 1:
             items.sort(key=Item.sort_key)
-    frontiers = _frontiers(Counter(seq(item) for _, items in groups for item in items), total,
-                           count)  # fmt: skip
+        seqs = list(map(seq, items))
+        per_seq.update(seqs)
+        latest.append(list(accumulate(seqs, max)))
     out: list[Groups] = []
     starts = [0] * len(groups)
-    for frontier in frontiers:
+    # Conversations by when their next item can go: a round visits only those it takes.
+    waiting = [(marks[0], i) for i, marks in enumerate(latest) if marks]
+    heapq.heapify(waiting)
+    for frontier in _frontiers(per_seq, total, count):
         round_: Groups = []
-        for i, (conversation_id, items) in enumerate(groups):
-            start = end = starts[i]
-            size = len(items)
-            while end < size and seq(items[end]) <= frontier:
-                end += 1
-            if end > start:
-                round_.append((conversation_id, items[start:end] if start or end < size
-                               else items))  # fmt: skip
-                starts[i] = end
+        while waiting and waiting[0][0] <= frontier:
+            _, i = heapq.heappop(waiting)
+            conversation_id, items = groups[i]
+            marks, start = latest[i], starts[i]
+            end = bisect_right(marks, frontier, start)
+            round_.append((conversation_id, items[start:end] if start or end < len(items)
+                           else items))  # fmt: skip
+            starts[i] = end
+            if end < len(items):
+                heapq.heappush(waiting, (marks[end], i))
         if round_:
             out.append(round_)
     return out

@@ -121,11 +121,11 @@ def test_rounds_change_nothing_but_when_requests_leave(
         apply = pipeline.state.apply
 
         def counting(
-            groups: Any, apply: Any = apply, pipeline: Pipeline = pipeline,
+            groups: Any, *args: Any, apply: Any = apply, pipeline: Pipeline = pipeline,
             ready: list[int] = ready_at_apply,
         ) -> Any:  # fmt: skip
             ready.append(len(queued(pipeline)))
-            return apply(groups)
+            return apply(groups, *args)
 
         monkeypatch.setattr(pipeline.state, "apply", counting)
         assert _run(pipeline, requests, clock) > 0
@@ -154,9 +154,9 @@ def test_shuffled_spans_in_rounds_give_the_in_order_verdicts(
     steps: list[int] = []
     apply = pipeline.state.apply
 
-    def counting(groups: Any) -> Any:
+    def counting(groups: Any, *args: Any) -> Any:
         steps.append(len(groups))
-        return apply(groups)
+        return apply(groups, *args)
 
     monkeypatch.setattr(pipeline.state, "apply", counting)
     assert _run(pipeline, requests, clock) > 0
