@@ -135,7 +135,10 @@ def _carried(store: HistoryStore, reading: carry.Reading, history: History, drop
     (:data:`WHOLE_HISTORY_TASK`); else 0. A fresh task written from the same template
     as the old one shares the template's words with the old task, nothing with the
     tool outputs, and restates none of the old task's particulars. ``dropped``: the
-    messages replaced, last response included."""
+    messages replaced, last response included. A text too short to carry anything
+    (:data:`carry.CARRY_MIN_WORDS`) reads nothing of the history."""
+    if reading.short:
+        return 0.0
     head = len(history.messages) + len(history.expected) - dropped
     signature = reading.sign(history.carry, history.messages, head)
     if signature is None:
