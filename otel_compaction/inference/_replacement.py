@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_compaction.inference import carry
-from otel_compaction.inference._placement import History, Request, sent_back
+from otel_compaction.inference._placement import History, Request, response_facts, sent_back
 from otel_compaction.inference._store import HistoryStore
-from otel_compaction.inference.messages import MessageFacts, describe, text_of
+from otel_compaction.inference.messages import MessageFacts, text_of
 from otel_compaction.inference.rewrite import (
     MIN_DROPPED_TURNS,
     Rewrite,
@@ -86,7 +86,7 @@ def replaced(
         if candidate is None:
             continue
         at_pressure = pressed(history)
-        if not at_pressure and not candidate.falls:
+        if not at_pressure and not candidate.falls():
             continue  # far from pressure, a replacement that reclaims little is none
         inserted = request.messages[candidate.head :]
         if reading is None:
@@ -94,7 +94,7 @@ def replaced(
             opening = candidate.head
         if text is None:
             text = "\n".join(text_of(m) for m in inserted)
-        if marked_summary(text) and candidate.falls:
+        if marked_summary(text) and candidate.falls():
             marked.append((history, candidate))  # says it is a summary, much shorter: no carry
             continue
         if marked or (not at_pressure and candidate.restates_task_only):
@@ -154,25 +154,27 @@ def _carried(store: HistoryStore, reading: carry.Reading, history: History, drop
 class _Candidate:
     """What the rule reads of one candidate history, a bounded part of it: its system
     messages, the ends :func:`whole_shape` compares, its last :data:`FALLS_SCAN` messages'
-    roles and its sizes as remembered."""
+    roles (only when the rule asks whether the replacement falls) and its sizes as
+    remembered."""
 
     head: int
     """The history's system messages (kept by the replacement)."""
     dropped: int
     """Messages replaced, the last response included."""
-    falls: bool
-    """The replacement reclaims much: at least two model turns replaced, and its text at
-    most :data:`SUMMARY_FALL` of theirs."""
     restates_task_only: bool
     """The replacing text is no longer than :data:`WHOLE_HISTORY_TASK_LENGTH` times the
     task it replaces: room for the task restated, none for what the history found. Never
     when the history opens with an earlier compaction's text: its first message is a
     summary, not a task, and the next summary is naturally about as long."""
+    history: History
+    sent: list[MessageFacts]
+    inserted_chars: int
+    dropped_chars: int
 
     @classmethod
     def of(cls, history: History, facts: Sequence[MessageFacts]) -> _Candidate | None:
         """The candidate, when the request has the shape of a replacement of ``history``."""
-        sent = [describe(m) for m in history.expected]
+        sent = response_facts(history)
         old = history.facts
         shape = whole_shape(old, facts, sent)
         if shape is None:
@@ -182,14 +184,25 @@ class _Candidate:
             history.chars - sum(f.chars for f in old[:head]) + sum(f.chars for f in sent)
         )
         inserted_chars = sum(f.chars for f in facts[head:end])
-        last = old[max(head, len(old) - FALLS_SCAN + len(sent)) :]
-        turns = sum(1 for f in (*last, *sent) if f.is_assistant)
-        falls = turns >= MIN_DROPPED_TURNS and inserted_chars <= SUMMARY_FALL * dropped_chars
         task = (old[head] if head < len(old) else sent[head - len(old)]).chars
         return cls(
             head,
             len(history.messages) + len(history.expected) - head,
-            falls,
             not history.opens_with_compaction
             and inserted_chars <= WHOLE_HISTORY_TASK_LENGTH * task,
+            history,
+            sent,
+            inserted_chars,
+            dropped_chars,
+        )
+
+    def falls(self) -> bool:
+        """The replacement reclaims much: at least two model turns replaced (among the
+        history's last :data:`FALLS_SCAN` messages and its response), and its text at most
+        :data:`SUMMARY_FALL` of theirs."""
+        old = self.history.facts
+        last = old[max(self.head, len(old) - FALLS_SCAN + len(self.sent)) :]
+        turns = sum(1 for f in (*last, *self.sent) if f.is_assistant)
+        return (
+            turns >= MIN_DROPPED_TURNS and self.inserted_chars <= SUMMARY_FALL * self.dropped_chars
         )

@@ -33,7 +33,7 @@ from otel_compaction.lineage.text import survival
 
 SYSTEM = "You read one document and answer questions about it."
 MODEL = "model-a"
-TRACKER_MODULES = (history, _placement, _placer, _replacement, _rewrites, _store, _summarizing)
+TRACKER_MODULES = (history, _placement, _placer, _store, _summarizing)
 """The modules of the history tracker, which describe messages."""
 VOCABULARY = [f"w{n}" for n in range(3_000)]
 

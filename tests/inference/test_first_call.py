@@ -10,7 +10,16 @@ from typing import Any
 
 import pytest
 
-from otel_compaction.inference import _placement, _placer, _replacement, _store, messages
+from otel_compaction.inference import (
+    _placement,
+    _placer,
+    _replacement,
+    _rewrites,
+    _store,
+    _summarizing,
+    history,
+    messages,
+)
 from otel_compaction.inference._store import SHARED_TAIL_SCAN, TAIL_KEYS
 from otel_compaction.inference.history import HistoryTracker
 
@@ -45,8 +54,9 @@ def _counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
 
     with monkeypatch.context() as patch:
         described = counting("described", messages.describe, _one)
-        for module in (_placer, _replacement):
-            patch.setattr(module, "describe", described)
+        for module in (_placer, _placement, _replacement, _rewrites, _store, _summarizing, history):
+            if hasattr(module, "describe"):
+                patch.setattr(module, "describe", described)
         copied = counting("copied", _placement.sent_back, lambda h, *c: len(h.facts))
         patch.setattr(_replacement, "sent_back", copied)
         patch.setattr(_store, "lead", counting("marked", messages.lead, _one))
@@ -155,3 +165,23 @@ def test_a_summarizer_call_reads_no_more_after_long_conversations_than_after_sho
     """A summarizer's call is matched against the ends of each recent history, not all of
     it: as many digests after 4,001-message conversations as after 41-message ones."""
     assert _summarizer_after(monkeypatch, 41) == _summarizer_after(monkeypatch, 4_001)
+
+
+def test_a_recent_history_s_last_response_is_described_once_for_all_new_tasks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The new tasks placed one after another in a thread read each recent history's last
+    response once: the second task describes only its own message."""
+    tracker = HistoryTracker(at_pressure=lambda cid, tokens: True, max_messages=10**6)
+    for n in range(8):
+        placed = tracker.place(None, SYSTEM, _agent(f"o{n:03d}", 41), MODEL)
+        reply = {"role": "assistant", "content": "Fixed: the bug was in b.py."}
+        tracker.remember_response(placed.conversation_id, [reply])
+    tasks = [[{"role": "user", "content": f"Task {n}: the tests of c.py fail."}] for n in "ab"]
+    counts = []
+    for task in tasks:
+        with _counted(monkeypatch) as counted:
+            assert tracker.place(None, SYSTEM, task, MODEL).first
+        counts.append(counted["described"])
+    assert counts[0] > 1
+    assert counts[1] == 1
