@@ -3,6 +3,7 @@ its work is counted in operations (messages described, marked, digested), not ti
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -185,3 +186,46 @@ def test_a_recent_history_s_last_response_is_described_once_for_all_new_tasks(
         counts.append(counted["described"])
     assert counts[0] > 1
     assert counts[1] == 1
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_turn_reports_the_newest_tool_outputs_in_order_read_from_the_end(seed: int) -> None:
+    """The tool-output sizes of a turn are its newest ``MAX_ATTENTION_WINDOW``, oldest
+    first, as the whole list cut to its end gives them (a message holding several, the
+    cut falling among them, included)."""
+    from otel_compaction.config import MAX_ATTENTION_WINDOW
+    from otel_compaction.instrument._call import _tool_output_tokens
+    from otel_compaction.signals.tokens import tokens_for_chars
+
+    rng = random.Random(seed)
+    facts = [
+        messages.MessageFacts("user", 0, 0, tuple(rng.randint(1, 9_000) for _ in range(k)))
+        for k in rng.choices((0, 1, 3, 7), k=rng.choice((10, 200)))
+    ]
+    every = [c for f in facts for c in f.tool_results]
+    expected = tuple(tokens_for_chars(c) for c in every[-MAX_ATTENTION_WINDOW:])
+    assert _tool_output_tokens(facts) == expected
+
+
+def test_a_first_call_reads_only_the_facts_of_its_newest_tool_outputs() -> None:
+    """A 2,000-message first call's turn reads the facts of its newest 128 tool outputs,
+    not every message's."""
+    from collections.abc import Sequence
+
+    from otel_compaction.config import MAX_ATTENTION_WINDOW
+    from otel_compaction.instrument._call import _tool_output_tokens
+
+    class Counted(Sequence[messages.MessageFacts]):
+        def __init__(self, facts: list[messages.MessageFacts]) -> None:
+            self.facts, self.read = facts, 0
+
+        def __len__(self) -> int:
+            return len(self.facts)
+
+        def __getitem__(self, index: Any) -> Any:
+            self.read += 1
+            return self.facts[index]
+
+    counted = Counted([messages.MessageFacts("user", 9, 9, (9,)) for _ in range(2_000)])
+    assert len(_tool_output_tokens(counted)) == MAX_ATTENTION_WINDOW
+    assert counted.read == MAX_ATTENTION_WINDOW
