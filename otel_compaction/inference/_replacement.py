@@ -22,6 +22,7 @@ from otel_compaction.inference.rewrite import (
     whole_shape,
 )
 from otel_compaction.inference.summarizer import SUMMARY_FALL, marked_summary
+from otel_compaction.lineage.text import words
 
 WHOLE_HISTORY_CARRY = 0.3
 """Share of a replacement's word 5-grams that must occur in the text of the conversation
@@ -71,7 +72,7 @@ def replaced(
     carry-over measure's signature); the replacement itself, a copy of the whole history,
     is built only for the one chosen."""
     system_key, model, facts = request.system_key, request.model, request.facts
-    if not carry.may_replace(facts):
+    if not carry.may_replace(facts) or _too_short(request):
         return None, None
     found: list[tuple[float, int, History]] = []
     marked: list[tuple[History, _Candidate]] = []
@@ -110,6 +111,23 @@ def replaced(
         if rewrite is not None:
             return (history, rewrite), None
     return None, reading.as_task(opening) if reading is not None else None
+
+
+def _too_short(request: Request) -> bool:
+    """Whether no candidate can take the request, read once rather than per candidate: its
+    text has fewer than :data:`carry.CARRY_MIN_WORDS` words (it carries nothing), and it
+    does not say it is a summary after any of its leading system messages a candidate
+    could keep (the one-line task that opens most conversations)."""
+    messages, facts = request.messages, request.facts
+    if sum([f.chars for f in facts]) > carry.CARRY_TEXT_CHARS:
+        return False  # the measure would read its first part only: left to it
+    texts = [text_of(m) for m in messages]
+    if len(words("\n".join(texts))) >= carry.CARRY_MIN_WORDS:
+        return False
+    kept = 0
+    while kept < len(facts) and facts[kept].role == "system":
+        kept += 1
+    return not any(marked_summary("\n".join(texts[head:])) for head in range(kept + 1))
 
 
 def _by_carry(

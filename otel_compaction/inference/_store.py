@@ -127,6 +127,7 @@ class HistoryStore:
         self.retained_chars += chars - history.chars
         history.chars = chars
         history.expected = ()
+        history.described_response = None
         history.last_used = self.now
         self.by_id.move_to_end(history.conversation_id)
         self._stale[history.conversation_id] = None

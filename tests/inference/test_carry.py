@@ -296,7 +296,7 @@ def test_a_one_line_task_reads_nothing_of_the_recent_conversations(
     assert len(text.words(task)) < carry.CARRY_MIN_WORDS
     short, first = _task_after_long(monkeypatch, task)
     assert first
-    assert short["chars"] == len(task)
+    assert short["chars"] <= len(task)  # its own text at most
     longer = f"{task} {_text(random.Random(3), 400)}"
     long, first = _task_after_long(monkeypatch, longer)
     assert first

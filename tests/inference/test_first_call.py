@@ -171,14 +171,21 @@ def test_a_summarizer_call_reads_no_more_after_long_conversations_than_after_sho
 def test_a_recent_history_s_last_response_is_described_once_for_all_new_tasks(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The new tasks placed one after another in a thread read each recent history's last
-    response once: the second task describes only its own message."""
+    """The new tasks (long enough to be compared with them) placed one after another in a
+    thread read each recent history's last response once: the second task describes only
+    its own message."""
     tracker = HistoryTracker(at_pressure=lambda cid, tokens: True, max_messages=10**6)
     for n in range(8):
         placed = tracker.place(None, SYSTEM, _agent(f"o{n:03d}", 41), MODEL)
         reply = {"role": "assistant", "content": "Fixed: the bug was in b.py."}
         tracker.remember_response(placed.conversation_id, [reply])
-    tasks = [[{"role": "user", "content": f"Task {n}: the tests of c.py fail."}] for n in "ab"]
+    texts = (
+        "Task a: the tests of c.py fail since the change to the retry handler; find out why "
+        "the last event of a stream is dropped, then fix it.",
+        "Task b: after a restart the cache layer in d.py returns stale entries for an hour; "
+        "make it drop what it loaded before the restart and add a test.",
+    )
+    tasks = [[{"role": "user", "content": text}] for text in texts]
     counts = []
     for task in tasks:
         with _counted(monkeypatch) as counted:
@@ -229,3 +236,19 @@ def test_a_first_call_reads_only_the_facts_of_its_newest_tool_outputs() -> None:
     counted = Counted([messages.MessageFacts("user", 9, 9, (9,)) for _ in range(2_000)])
     assert len(_tool_output_tokens(counted)) == MAX_ATTENTION_WINDOW
     assert counted.read == MAX_ATTENTION_WINDOW
+
+
+def test_a_one_line_task_compares_no_recent_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new task of fewer than ``CARRY_MIN_WORDS`` words that does not say it is a summary
+    can replace no history: it describes its own message only, none of the recent
+    histories' responses, and digests none of their first or last messages."""
+    tracker = HistoryTracker(at_pressure=lambda cid, tokens: True, max_messages=10**6)
+    for n in range(8):
+        placed = tracker.place(None, SYSTEM, _agent(f"o{n:03d}", 41), MODEL)
+        reply = {"role": "assistant", "content": "Fixed: the bug was in b.py."}
+        tracker.remember_response(placed.conversation_id, [reply])
+    task = [{"role": "user", "content": "Task newc: the tests of c.py fail, fix them."}]
+    with _counted(monkeypatch) as counts:
+        assert tracker.place(None, SYSTEM, task, MODEL).first
+    assert counts["described"] == 1
+    assert counts["keys"] <= 1 + TAIL_KEYS  # its own, the tail of the last history placed
