@@ -42,6 +42,8 @@ class History:
     opens_with_compaction: bool = False
     """Its first message is a compaction's text (a summary the last rewrite put first), not
     the task: the whole-history replacement rule then has no task statement to compare."""
+    described_response: tuple[tuple[Any, ...], list[MessageFacts]] | None = None
+    """``expected`` and its facts, once described (:func:`response_facts`)."""
 
 
 @dataclass(slots=True)
@@ -120,6 +122,16 @@ def grow(history: History, messages: Sequence[Any]) -> list[Any] | None:
     added = list(messages[len(history.messages) :])
     history.messages.extend(added)
     return added
+
+
+def response_facts(history: History) -> list[MessageFacts]:
+    """The facts of the history's last response, described once per response: every
+    request that could replace the history whole reads them, for each recent history."""
+    described = history.described_response
+    if described is None or described[0] is not history.expected:
+        described = (history.expected, [describe(m) for m in history.expected])
+        history.described_response = described
+    return described[1]
 
 
 def sent_back(

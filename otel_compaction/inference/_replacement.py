@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from otel_compaction.inference import carry
-from otel_compaction.inference._placement import History, Request, sent_back
+from otel_compaction.inference._placement import History, Request, response_facts, sent_back
 from otel_compaction.inference._store import HistoryStore
-from otel_compaction.inference.messages import MessageFacts, describe, text_of
+from otel_compaction.inference.messages import MessageFacts, text_of
 from otel_compaction.inference.rewrite import (
     MIN_DROPPED_TURNS,
     Rewrite,
@@ -22,6 +22,7 @@ from otel_compaction.inference.rewrite import (
     whole_shape,
 )
 from otel_compaction.inference.summarizer import SUMMARY_FALL, marked_summary
+from otel_compaction.lineage.text import words
 
 WHOLE_HISTORY_CARRY = 0.3
 """Share of a replacement's word 5-grams that must occur in the text of the conversation
@@ -71,7 +72,7 @@ def replaced(
     carry-over measure's signature); the replacement itself, a copy of the whole history,
     is built only for the one chosen."""
     system_key, model, facts = request.system_key, request.model, request.facts
-    if not carry.may_replace(facts):
+    if not carry.may_replace(facts) or _too_short(request):
         return None, None
     found: list[tuple[float, int, History]] = []
     marked: list[tuple[History, _Candidate]] = []
@@ -86,7 +87,7 @@ def replaced(
         if candidate is None:
             continue
         at_pressure = pressed(history)
-        if not at_pressure and not candidate.falls:
+        if not at_pressure and not candidate.falls():
             continue  # far from pressure, a replacement that reclaims little is none
         inserted = request.messages[candidate.head :]
         if reading is None:
@@ -94,7 +95,7 @@ def replaced(
             opening = candidate.head
         if text is None:
             text = "\n".join(text_of(m) for m in inserted)
-        if marked_summary(text) and candidate.falls:
+        if marked_summary(text) and candidate.falls():
             marked.append((history, candidate))  # says it is a summary, much shorter: no carry
             continue
         if marked or (not at_pressure and candidate.restates_task_only):
@@ -110,6 +111,23 @@ def replaced(
         if rewrite is not None:
             return (history, rewrite), None
     return None, reading.as_task(opening) if reading is not None else None
+
+
+def _too_short(request: Request) -> bool:
+    """Whether no candidate can take the request, read once rather than per candidate: its
+    text has fewer than :data:`carry.CARRY_MIN_WORDS` words (it carries nothing), and it
+    does not say it is a summary after any of its leading system messages a candidate
+    could keep (the one-line task that opens most conversations)."""
+    messages, facts = request.messages, request.facts
+    if sum([f.chars for f in facts]) > carry.CARRY_TEXT_CHARS:
+        return False  # the measure would read its first part only: left to it
+    texts = [text_of(m) for m in messages]
+    if len(words("\n".join(texts))) >= carry.CARRY_MIN_WORDS:
+        return False
+    kept = 0
+    while kept < len(facts) and facts[kept].role == "system":
+        kept += 1
+    return not any(marked_summary("\n".join(texts[head:])) for head in range(kept + 1))
 
 
 def _by_carry(
@@ -135,7 +153,10 @@ def _carried(store: HistoryStore, reading: carry.Reading, history: History, drop
     (:data:`WHOLE_HISTORY_TASK`); else 0. A fresh task written from the same template
     as the old one shares the template's words with the old task, nothing with the
     tool outputs, and restates none of the old task's particulars. ``dropped``: the
-    messages replaced, last response included."""
+    messages replaced, last response included. A text too short to carry anything
+    (:data:`carry.CARRY_MIN_WORDS`) reads nothing of the history."""
+    if reading.short:
+        return 0.0
     head = len(history.messages) + len(history.expected) - dropped
     signature = reading.sign(history.carry, history.messages, head)
     if signature is None:
@@ -151,25 +172,27 @@ def _carried(store: HistoryStore, reading: carry.Reading, history: History, drop
 class _Candidate:
     """What the rule reads of one candidate history, a bounded part of it: its system
     messages, the ends :func:`whole_shape` compares, its last :data:`FALLS_SCAN` messages'
-    roles and its sizes as remembered."""
+    roles (only when the rule asks whether the replacement falls) and its sizes as
+    remembered."""
 
     head: int
     """The history's system messages (kept by the replacement)."""
     dropped: int
     """Messages replaced, the last response included."""
-    falls: bool
-    """The replacement reclaims much: at least two model turns replaced, and its text at
-    most :data:`SUMMARY_FALL` of theirs."""
     restates_task_only: bool
     """The replacing text is no longer than :data:`WHOLE_HISTORY_TASK_LENGTH` times the
     task it replaces: room for the task restated, none for what the history found. Never
     when the history opens with an earlier compaction's text: its first message is a
     summary, not a task, and the next summary is naturally about as long."""
+    history: History
+    sent: list[MessageFacts]
+    inserted_chars: int
+    dropped_chars: int
 
     @classmethod
     def of(cls, history: History, facts: Sequence[MessageFacts]) -> _Candidate | None:
         """The candidate, when the request has the shape of a replacement of ``history``."""
-        sent = [describe(m) for m in history.expected]
+        sent = response_facts(history)
         old = history.facts
         shape = whole_shape(old, facts, sent)
         if shape is None:
@@ -179,14 +202,25 @@ class _Candidate:
             history.chars - sum(f.chars for f in old[:head]) + sum(f.chars for f in sent)
         )
         inserted_chars = sum(f.chars for f in facts[head:end])
-        last = old[max(head, len(old) - FALLS_SCAN + len(sent)) :]
-        turns = sum(1 for f in (*last, *sent) if f.is_assistant)
-        falls = turns >= MIN_DROPPED_TURNS and inserted_chars <= SUMMARY_FALL * dropped_chars
         task = (old[head] if head < len(old) else sent[head - len(old)]).chars
         return cls(
             head,
             len(history.messages) + len(history.expected) - head,
-            falls,
             not history.opens_with_compaction
             and inserted_chars <= WHOLE_HISTORY_TASK_LENGTH * task,
+            history,
+            sent,
+            inserted_chars,
+            dropped_chars,
+        )
+
+    def falls(self) -> bool:
+        """The replacement reclaims much: at least two model turns replaced (among the
+        history's last :data:`FALLS_SCAN` messages and its response), and its text at most
+        :data:`SUMMARY_FALL` of theirs."""
+        old = self.history.facts
+        last = old[max(self.head, len(old) - FALLS_SCAN + len(self.sent)) :]
+        turns = sum(1 for f in (*last, *self.sent) if f.is_assistant)
+        return (
+            turns >= MIN_DROPPED_TURNS and self.inserted_chars <= SUMMARY_FALL * self.dropped_chars
         )

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from otel_compaction.inference._placement import History, sent_back
+from otel_compaction.inference._placement import History, response_facts, sent_back
 from otel_compaction.inference._replacement import replacement
-from otel_compaction.inference.messages import MessageFacts, describe
+from otel_compaction.inference.messages import MessageFacts
 from otel_compaction.inference.rewrite import (
     MIN_DROPPED_TURNS,
     MIN_DROPPED_TURNS_AT_PRESSURE,
@@ -94,5 +94,5 @@ def was_at_pressure(at_pressure: AtPressure, history: History) -> bool:
     """The conversation's last measured context plus its last response, at pressure."""
     if at_pressure is None:
         return False
-    pending = sum(describe(m).chars for m in history.expected)
+    pending = sum([f.chars for f in response_facts(history)])
     return at_pressure(history.conversation_id, tokens_for_chars(pending))

@@ -102,7 +102,7 @@ class HistoryStore:
         then forget the least recently used beyond the bounds."""
         self.drop(cid)
         facts, system_key = request.facts, request.system_key
-        chars = sum(f.chars for f in facts)
+        chars = sum([f.chars for f in facts])
         history = History(
             cid, anchor_of(system_key, facts), system_key, list(request.messages), facts,
             self.now, chars, model=request.model,
@@ -127,6 +127,7 @@ class HistoryStore:
         self.retained_chars += chars - history.chars
         history.chars = chars
         history.expected = ()
+        history.described_response = None
         history.last_used = self.now
         self.by_id.move_to_end(history.conversation_id)
         self._stale[history.conversation_id] = None

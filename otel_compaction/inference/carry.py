@@ -28,7 +28,8 @@ judged by its first 16 KiB, a remembered message by its first 16 KiB, a history 
 read when it is already large by its task and its newest messages (up to the budget),
 shares over sampled histories are estimates (a standard error of about sqrt(0.21 / n) at
 the 0.3 threshold, n the new text's 5-grams x CARRY_SAMPLE / the history's), and a
-replacing text of fewer than five words carries nothing. See docs/instrumentation.md
+replacing text of fewer than :data:`CARRY_MIN_WORDS` words carries nothing, and no
+history is read for it. See docs/instrumentation.md
 (Conversations: what the carry-over measure reads, and its ceiling).
 """
 
@@ -50,6 +51,14 @@ CARRY_READ_CHARS = 65_536
 """Characters read per call in all by the carry-over measure: the ceiling of its work."""
 CARRY_SAMPLE = 4_096
 """5-gram hashes kept per part of a signature (task, rest, last response): 32 KiB each."""
+CARRY_MIN_WORDS = 20
+"""A replacing text of fewer words carries nothing, and no candidate's text is read for
+it: a share over its 15 or fewer 5-grams is decided by two or three common phrases (the
+0.15 of :data:`~otel_compaction.inference._replacement.WHOLE_HISTORY_REST`), and such a
+text is the most common first call of a new conversation (a one-line task), which would
+otherwise read up to :data:`CARRY_READ_CHARS` of a recent history's text to judge it
+(about 10 ms). A summary of fewer than 20 words is still one when it says it is (the
+marker needs no carry-over)."""
 MAX_SIGNATURES = 32
 """Histories that keep a signature (least recently signed forgotten first): the recent
 conversations of four threads; at most 3 MiB."""
@@ -121,8 +130,8 @@ class Reading:
         tokens = words(text)
         self.own = shingles(tokens, SHINGLE_WORDS)
         self.words = len(tokens)
-        self.short = self.words < SHINGLE_WORDS
-        """Under five words: no 5-gram to restate a history with (it carries nothing)."""
+        self.short = self.words < CARRY_MIN_WORDS
+        """Under :data:`CARRY_MIN_WORDS` words: it carries nothing, no history is read."""
         self.flat = " " + " ".join(tokens) + " "
         self.single = len(inserted) == 1
         """One message: its text is what a signature of it as a task would read."""

@@ -218,6 +218,7 @@ class HistoryTracker:
             history = self._store.get(conversation_id)
             if history is not None:
                 history.expected = tuple(messages)
+                history.described_response = None
 
     def reread(self, conversation_id: str) -> tuple[Rewrite, int] | None:
         """Read the conversation's last request again, message by message: when the caller

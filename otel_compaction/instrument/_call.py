@@ -361,5 +361,12 @@ def _tool_output_tokens(new: Sequence[MessageFacts]) -> tuple[int, ...]:
     """The token sizes of the newest tool outputs of ``new`` (message facts), oldest first: as
     many as the attention decay can weigh (``config.MAX_ATTENTION_WINDOW``); a first call
     over a long history brings thousands, the span does not carry them all."""
-    chars = [c for f in new for c in f.tool_results]
-    return tuple([tokens_for_chars(c) for c in chars[-MAX_ATTENTION_WINDOW:]])
+    newest: list[int] = []
+    for fact in reversed(new):  # from the end: a first call's history is read no further
+        if fact.tool_results:
+            newest.extend(reversed(fact.tool_results))
+            if len(newest) >= MAX_ATTENTION_WINDOW:
+                break
+    del newest[MAX_ATTENTION_WINDOW:]
+    newest.reverse()
+    return tuple([tokens_for_chars(c) for c in newest])

@@ -33,7 +33,7 @@ from otel_compaction.lineage.text import survival
 
 SYSTEM = "You read one document and answer questions about it."
 MODEL = "model-a"
-TRACKER_MODULES = (history, _placement, _placer, _replacement, _rewrites, _store, _summarizing)
+TRACKER_MODULES = (history, _placement, _placer, _store, _summarizing)
 """The modules of the history tracker, which describe messages."""
 VOCABULARY = [f"w{n}" for n in range(3_000)]
 
@@ -269,3 +269,35 @@ def test_a_message_and_its_sdk_or_reordered_twin_have_the_same_lead() -> None:
     assert messages.value_digest(sdk) == messages.value_digest(plain)
     assert messages.lead(sdk) == messages.lead(plain) != 0
     assert messages.lead({"role": "user", "content": "a"}) != messages.lead(plain)
+
+
+def _task_after_long(monkeypatch: pytest.MonkeyPatch, task: str) -> tuple[Counter[str], bool]:
+    """What a one-message first call reads after eight long answered conversations at
+    pressure in its thread (each a candidate it could replace whole); whether it opened a
+    conversation of its own."""
+    tracker = HistoryTracker(
+        at_pressure=lambda cid, tokens: True, max_messages=10**6, max_chars=10**9
+    )
+    for n in range(8):
+        placed = tracker.place(None, SYSTEM, _agent(f"recent-{n}", 401), MODEL)
+        reply = [{"role": "assistant", "content": f"recent-{n} is done: the bug was in b.py."}]
+        tracker.remember_response(placed.conversation_id, reply)
+    with _counted(monkeypatch) as counts:
+        placement = tracker.place(None, SYSTEM, [{"role": "user", "content": task}], MODEL)
+    return counts, placement.first
+
+
+def test_a_one_line_task_reads_nothing_of_the_recent_conversations(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new task of fewer than ``CARRY_MIN_WORDS`` words is split into words itself and
+    reads no recent history's text, where a longer text reads up to the ceiling."""
+    task = "Task new: the tests of module b fail since the last change; fix them."
+    assert len(text.words(task)) < carry.CARRY_MIN_WORDS
+    short, first = _task_after_long(monkeypatch, task)
+    assert first
+    assert short["chars"] <= len(task)  # its own text at most
+    longer = f"{task} {_text(random.Random(3), 400)}"
+    long, first = _task_after_long(monkeypatch, longer)
+    assert first
+    assert long["chars"] > 16_000

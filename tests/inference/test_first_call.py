@@ -3,6 +3,7 @@ its work is counted in operations (messages described, marked, digested), not ti
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -10,7 +11,16 @@ from typing import Any
 
 import pytest
 
-from otel_compaction.inference import _placement, _placer, _replacement, _store, messages
+from otel_compaction.inference import (
+    _placement,
+    _placer,
+    _replacement,
+    _rewrites,
+    _store,
+    _summarizing,
+    history,
+    messages,
+)
 from otel_compaction.inference._store import SHARED_TAIL_SCAN, TAIL_KEYS
 from otel_compaction.inference.history import HistoryTracker
 
@@ -45,8 +55,9 @@ def _counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
 
     with monkeypatch.context() as patch:
         described = counting("described", messages.describe, _one)
-        for module in (_placer, _replacement):
-            patch.setattr(module, "describe", described)
+        for module in (_placer, _placement, _replacement, _rewrites, _store, _summarizing, history):
+            if hasattr(module, "describe"):
+                patch.setattr(module, "describe", described)
         copied = counting("copied", _placement.sent_back, lambda h, *c: len(h.facts))
         patch.setattr(_replacement, "sent_back", copied)
         patch.setattr(_store, "lead", counting("marked", messages.lead, _one))
@@ -155,3 +166,89 @@ def test_a_summarizer_call_reads_no_more_after_long_conversations_than_after_sho
     """A summarizer's call is matched against the ends of each recent history, not all of
     it: as many digests after 4,001-message conversations as after 41-message ones."""
     assert _summarizer_after(monkeypatch, 41) == _summarizer_after(monkeypatch, 4_001)
+
+
+def test_a_recent_history_s_last_response_is_described_once_for_all_new_tasks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The new tasks (long enough to be compared with them) placed one after another in a
+    thread read each recent history's last response once: the second task describes only
+    its own message."""
+    tracker = HistoryTracker(at_pressure=lambda cid, tokens: True, max_messages=10**6)
+    for n in range(8):
+        placed = tracker.place(None, SYSTEM, _agent(f"o{n:03d}", 41), MODEL)
+        reply = {"role": "assistant", "content": "Fixed: the bug was in b.py."}
+        tracker.remember_response(placed.conversation_id, [reply])
+    texts = (
+        "Task a: the tests of c.py fail since the change to the retry handler; find out why "
+        "the last event of a stream is dropped, then fix it.",
+        "Task b: after a restart the cache layer in d.py returns stale entries for an hour; "
+        "make it drop what it loaded before the restart and add a test.",
+    )
+    tasks = [[{"role": "user", "content": text}] for text in texts]
+    counts = []
+    for task in tasks:
+        with _counted(monkeypatch) as counted:
+            assert tracker.place(None, SYSTEM, task, MODEL).first
+        counts.append(counted["described"])
+    assert counts[0] > 1
+    assert counts[1] == 1
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_turn_reports_the_newest_tool_outputs_in_order_read_from_the_end(seed: int) -> None:
+    """The tool-output sizes of a turn are its newest ``MAX_ATTENTION_WINDOW``, oldest
+    first, as the whole list cut to its end gives them (a message holding several, the
+    cut falling among them, included)."""
+    from otel_compaction.config import MAX_ATTENTION_WINDOW
+    from otel_compaction.instrument._call import _tool_output_tokens
+    from otel_compaction.signals.tokens import tokens_for_chars
+
+    rng = random.Random(seed)
+    facts = [
+        messages.MessageFacts("user", 0, 0, tuple(rng.randint(1, 9_000) for _ in range(k)))
+        for k in rng.choices((0, 1, 3, 7), k=rng.choice((10, 200)))
+    ]
+    every = [c for f in facts for c in f.tool_results]
+    expected = tuple(tokens_for_chars(c) for c in every[-MAX_ATTENTION_WINDOW:])
+    assert _tool_output_tokens(facts) == expected
+
+
+def test_a_first_call_reads_only_the_facts_of_its_newest_tool_outputs() -> None:
+    """A 2,000-message first call's turn reads the facts of its newest 128 tool outputs,
+    not every message's."""
+    from collections.abc import Sequence
+
+    from otel_compaction.config import MAX_ATTENTION_WINDOW
+    from otel_compaction.instrument._call import _tool_output_tokens
+
+    class Counted(Sequence[messages.MessageFacts]):
+        def __init__(self, facts: list[messages.MessageFacts]) -> None:
+            self.facts, self.read = facts, 0
+
+        def __len__(self) -> int:
+            return len(self.facts)
+
+        def __getitem__(self, index: Any) -> Any:
+            self.read += 1
+            return self.facts[index]
+
+    counted = Counted([messages.MessageFacts("user", 9, 9, (9,)) for _ in range(2_000)])
+    assert len(_tool_output_tokens(counted)) == MAX_ATTENTION_WINDOW
+    assert counted.read == MAX_ATTENTION_WINDOW
+
+
+def test_a_one_line_task_compares_no_recent_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new task of fewer than ``CARRY_MIN_WORDS`` words that does not say it is a summary
+    can replace no history: it describes its own message only, none of the recent
+    histories' responses, and digests none of their first or last messages."""
+    tracker = HistoryTracker(at_pressure=lambda cid, tokens: True, max_messages=10**6)
+    for n in range(8):
+        placed = tracker.place(None, SYSTEM, _agent(f"o{n:03d}", 41), MODEL)
+        reply = {"role": "assistant", "content": "Fixed: the bug was in b.py."}
+        tracker.remember_response(placed.conversation_id, [reply])
+    task = [{"role": "user", "content": "Task newc: the tests of c.py fail, fix them."}]
+    with _counted(monkeypatch) as counts:
+        assert tracker.place(None, SYSTEM, task, MODEL).first
+    assert counts["described"] == 1
+    assert counts["keys"] <= 1 + TAIL_KEYS  # its own, the tail of the last history placed
