@@ -282,9 +282,8 @@ class Pipeline:
             groups = self.state.take_due()
         if self.enrich and self._batches:
             # The oldest requests leave first, while the rest of the step is applied.
-            parts = rounds(groups, _request_order)
-            ordered = len(parts) > 1  # each part's lists sorted into turn order by ``rounds``
-            applied = sum(self._process(part, ordered) for part in parts)
+            parts = rounds(groups, _request_order)  # its lists are in turn order
+            applied = sum(self._process(part, ordered=True) for part in parts)
         else:
             applied = self._process(groups)
         watch = self._watch

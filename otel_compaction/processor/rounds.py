@@ -39,9 +39,12 @@ Groups = list[tuple[str, list[Item]]]
 
 def rounds(groups: Groups, seq: Callable[[Item], int]) -> list[Groups]:
     """``groups`` (conversation id, its due items) cut into at most ``ROUNDS`` rounds by
-    ``seq`` (an item's request order), each conversation's items sorted into turn order
-    first (so each round's lists are in turn order already); the rounds applied one after
-    another apply every item once."""
+    ``seq`` (an item's request order); every list handed back is in turn order (sorted
+    here, not again when applied), and the rounds applied one after another apply every
+    item once."""
+    for _, items in groups:
+        if len(items) > 1:
+            items.sort(key=Item.sort_key)
     total = sum(len(items) for _, items in groups)
     count = ROUNDS
     if total < LEAST_ITEMS or count <= 1:
@@ -51,8 +54,6 @@ def rounds(groups: Groups, seq: Callable[[Item], int]) -> list[Groups]:
     latest: list[list[int]] = []
     per_seq: Counter[int] = Counter()
     for _, items in groups:
-        if len(items) > 1:
-            items.sort(key=Item.sort_key)
         seqs = list(map(seq, items))
         per_seq.update(seqs)
         latest.append(list(accumulate(seqs, max)))
