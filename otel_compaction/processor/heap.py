@@ -4,8 +4,8 @@ A long-running processor frees most of what it allocates: every request's
 protobuf, its write-ahead bytes, the turns' transient objects. CPython returns
 its own emptied arenas, but the C allocator (glibc ``malloc``) keeps the pages
 of freed blocks below the top of its heap for reuse, so the resident set
-carries them as if they were state: measured at 30,000 idle conversations in
-enrich mode, about 1,000 bytes a conversation of freed memory still resident.
+carries them as if they were state (docs/benchmarks.md, memory per idle
+conversation: the resident set before and after this trim).
 ``malloc_trim(0)`` gives those pages back (whole free pages anywhere in the heap,
 with ``madvise``); the pipeline calls ``release`` every
 ``processing.trim_memory_seconds`` (0: never). ctypes releases the GIL for the
