@@ -216,6 +216,8 @@ class Placer:
         )
 
     def _by_summary(self, facts: Sequence[MessageFacts]) -> History | None:
+        if not len(self.summaries):
+            return None  # no summary remembered: no fact needs looking at
         for fact in facts:
             if fact.summary is not None:
                 cid = self.summaries.peek(hash(fact.summary))
