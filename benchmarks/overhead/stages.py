@@ -1,6 +1,7 @@
 """Where ours' own time goes: the stages of one instrumented call, timed in the call.
 
-    benchmarks/run stages [--length 20,2000] [--calls 400] [--count-calls] [--json FILE]
+    benchmarks/run stages [--length 20,2000] [--calls 400] [--count-calls | --first]
+        [--json FILE]
 
 Runs the benchmark's agent (``benchmarks.overhead.worker.Agent``: the same client, transport and
 histories as the overhead benchmark) with ours, anthropic, non-streaming, and replaces the
@@ -9,6 +10,15 @@ functions of ``STAGES`` with timers of the thread's CPU time. Prints the call's 
 and ``start span``); each timer adds about 1 µs; timers count only during the timed calls, not
 while a new conversation's first call is made. ``--count-calls`` counts the Python function
 calls per LLM call instead (ours, and the OpenTelemetry API and SDK on its behalf).
+
+``--first`` times instead (``overhead/first_stages.py``) the first calls of new conversations
+as the overhead benchmark's first-call cells do (``overhead/first.py``: ``RECENT`` untimed
+first calls of the same length, then ``--calls`` timed ones, each of a new conversation), with
+the stages of ``FIRST_STAGES`` as well, the collector's runs during the placement
+(``gc.callbacks``) and the CPU time of reading the history once (``describe`` over every
+message, outside the call). It runs twice: as is, and with every history the store forgets
+kept alive by the tool until after the call; the difference in own time is what freeing them
+costs the call (the caller's messages, when the store was their last holder).
 
 The stages are internals of ``otel_compaction`` (and of the OpenTelemetry SDK), named in one
 table. A stage that no longer resolves, or whose timer never fires during the calls (the code
@@ -241,19 +251,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="count the Python function calls per LLM call (ours, the OTel API and SDK) instead",
     )
+    parser.add_argument(
+        "--first",
+        action="store_true",
+        help="time first calls of new conversations after recent ones instead (see the module)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     lengths = [int(n) for n in args.length.split(",")]
     if min(lengths) < 4 or args.calls < 1:
         parser.error("--length must be at least 4 and --calls at least 1")
+    if args.first and args.count_calls:
+        parser.error("--first and --count-calls are two different runs")
     warnings.simplefilter("ignore")
     results = []
     try:
-        parts = setup(args.count_calls)
-        for length in lengths:
-            counter = CallCounter() if args.count_calls else None
-            results.append(run(length, args.calls, args.warmup, counter, parts))
-            print("\n".join(lines(results[-1])), flush=True)
+        if args.first:
+            from benchmarks.overhead.first_stages import first_lines, run_first, setup_first
+
+            timed, keeper, collections = setup_first()
+            for length in lengths:
+                pair = [
+                    run_first(length, args.calls, timed, keeper, collections, keep)
+                    for keep in (False, True)
+                ]
+                results += pair
+                print("\n".join(first_lines(*pair)), flush=True)
+        else:
+            parts = setup(args.count_calls)
+            for length in lengths:
+                counter = CallCounter() if args.count_calls else None
+                results.append(run(length, args.calls, args.warmup, counter, parts))
+                print("\n".join(lines(results[-1])), flush=True)
     except StageError as exc:
         print(f"benchmarks.overhead.stages: {exc}", file=sys.stderr)
         return 1

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from benchmarks.overhead import first_stages
 from benchmarks.overhead import instructions as overhead_instructions
 from benchmarks.overhead import stages as overhead_stages
 from otel_compaction import semconv as sc
@@ -58,6 +59,32 @@ def test_the_stages_tool_times_every_stage_of_a_call() -> None:
     assert done.returncode == 0, done.stderr
     for stage in overhead_stages.STAGES:
         assert stage.label in done.stdout
+
+
+@pytest.mark.parametrize(
+    "stage", [*first_stages.FIRST_STAGES, first_stages.Keeper.STAGE], ids=lambda s: s.where
+)
+def test_every_first_call_stage_names_a_function_that_exists(
+    stage: overhead_stages.Stage,
+) -> None:
+    _, _, fn = overhead_stages.resolve(stage)
+    assert callable(fn)
+
+
+def test_the_stages_tool_times_first_calls_with_and_without_freeing(tmp_path: Path) -> None:
+    """``--first``: every stage fires on a first call, both runs are reported, and keeping
+    the forgotten histories alive until after the call really keeps some (a long history's
+    first calls make the store forget the recent ones)."""
+    out = tmp_path / "first.json"
+    done = _python("stages", "--first", "--length", "3000", "--calls", "2", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    for stage in (*overhead_stages.STAGES, *first_stages.FIRST_STAGES):
+        assert stage.label in done.stdout
+    assert "freeing what the store forgot" in done.stdout
+    runs = json.loads(out.read_text())["runs"]
+    assert [r["forgotten_kept_by_the_tool"] for r in runs] == [False, True]
+    assert all(r["read_once_us_median"] > 0 and r["own_us_median"] > 0 for r in runs)
+    assert all(r["histories_forgotten_per_call"] >= 1 for r in runs)
 
 
 def _worker(tmp_path: Path, config: str, cells: list[dict[str, Any]]) -> dict[str, Any]:
