@@ -77,32 +77,39 @@ def _results(per_cpu: dict[str, dict[str, float]], p99: dict[str, float]) -> dic
 def test_the_report_judges_each_target_on_the_medians_of_one_run(
     bench: dict[str, ModuleType],
 ) -> None:
-    """Each of the four targets is met or not by the medians of the rounds: B against the
+    """Each of the six targets is met or not by the medians of the rounds: B against the
     lower of tail_sampling and groupbytrace on all-GenAI, against the pass-through on the mix,
-    B's p99 against groupbytrace's, B0's against the pass-through's."""
+    B's p99 against groupbytrace's, B0's against the pass-through's; and the two held in place
+    of the throughput ones: B against both stateful Collectors on the mix, and 100 times
+    Phoenix on all-GenAI (not measured without Phoenix)."""
     report = bench["report_module"]
     genai = {"A": 100.0, "G": 50.0, "T": 60.0, "B": 55.0}
     p99 = {"A": 200.0, "G": 2_100.0, "B": 2_050.0, "B0": 250.0}
-    results = _results({"genai": genai, "mix": {"A": 100.0, "B": 120.0}}, p99)
-    assert [t.met for t in report.targets(results)] == [False, True, True, False]
-    results = _results({"genai": {**genai, "B": 60.0}, "mix": {"A": 100.0, "B": 90.0}},
+    mix = {"A": 100.0, "G": 70.0, "T": 110.0, "B": 120.0}
+    results = _results({"genai": genai, "mix": mix}, p99)
+    assert [t.met for t in report.targets(results)] == [False, True, True, False, True, None]
+    results = _results({"genai": {**genai, "B": 60.0}, "mix": {**mix, "B": 90.0}},
                        {**p99, "B": 2_200.0, "B0": 200.0})  # fmt: skip
+    results["phoenix"] = {"spans_per_cpu_s": 0.6}
     judged = report.targets(results)
-    assert [t.met for t in judged] == [True, False, False, True]
+    assert [t.met for t in judged] == [True, False, False, True, False, True]
     assert judged[0].line().endswith("**met**, B 60 against T 60 and G 50 (100% of the higher).")
+    assert judged[5].line().endswith("**met**, B 60 against P 1 (100x).")
+    results["phoenix"] = {"spans_per_cpu_s": 0.61}
+    assert report.targets(results)[5].met is False
 
 
 def test_the_saved_run_renders_every_payload_peer_and_target(
     bench: dict[str, ModuleType],
 ) -> None:
     """The results file of record renders both payloads' tables, Phoenix's line (or why it is
-    absent) and the four target lines, each met or not."""
+    absent) and the six target lines, each met or not."""
     report = bench["report_module"]
     results = json.loads((RESULTS / "processor_throughput.json").read_text())
     text = report.markdown(results)
     assert "**All-GenAI payload**" in text
     assert "**Realistic mix** (15% GenAI spans)" in text
-    assert sum(line.startswith("- ") and "met**" in line for line in text.splitlines()) == 4
+    assert sum(line.startswith("- ") and "met**" in line for line in text.splitlines()) == 6
     assert "(P) Arize Phoenix 20.26.1" in text
     assert "(P) Arize Phoenix: not installed" in report.markdown({**results, "phoenix": None})
 
