@@ -6,6 +6,7 @@ both provider paths, reads LiteLLM's model table for the window, and leaves with
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from collections.abc import Iterator
@@ -34,9 +35,24 @@ MESSAGES = [{"role": "system", "content": "You fix bugs."}, {"role": "user", "co
 
 @pytest.fixture
 def base_url() -> Iterator[str]:
-    """A scripted API on loopback."""
+    """A scripted API on loopback; LiteLLM's clients of it closed after the test."""
     with FakeLLMAPI(default=Reply("done", cache_read_tokens=4)).serve() as url:
-        yield url
+        try:
+            yield url
+        finally:
+            _close_litellm_clients()
+
+
+def _close_litellm_clients() -> None:
+    """LiteLLM keeps the HTTP clients it made for the process (``in_memory_llm_clients_cache``):
+    close them, or their loopback connections stay open until the interpreter exits (and
+    say so there, as unclosed sockets)."""
+    cache = litellm.in_memory_llm_clients_cache
+    for client in list(cache.cache_dict.values()):
+        close = getattr(client, "close", None)
+        if callable(close) and not inspect.iscoroutinefunction(close):
+            close()
+    cache.flush_cache()
 
 
 def settle() -> None:
