@@ -182,7 +182,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "engine (reorder window, de-duplication, ConversationAnalyzer)":
         ("otel_compaction.otlp.state", "ConversationState.apply"),
     "compaction metrics (OTel SDK histograms and counters)":
-        ("otel_compaction.processor.pipeline", "Pipeline._record"),
+        ("otel_compaction.processor.results", "Results.record"),
     "forwarding (queue reads, gRPC client)": ("otel_compaction.processor.forward", "Forwarder"),
 }  # fmt: skip
 """``--profile``'s stages: a sample belongs to the first stage whose function (a method's

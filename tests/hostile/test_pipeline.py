@@ -69,7 +69,7 @@ def test_a_batch_the_pipeline_fails_on_is_forwarded_as_received(
     def boom(*_: Any) -> bool:
         raise ValueError("Value out of range")
 
-    monkeypatch.setattr("otel_compaction.processor.pipeline.write_flags", boom)
+    monkeypatch.setattr("otel_compaction.processor.results.write_flags", boom)
     bad = trace_request(langchain_compaction(120_000), seed=1)
     _submit(pipeline, bad)
     _submit(pipeline, trace_request(turn("hostile-2", 1, 1000), seed=2))

@@ -11,7 +11,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from otel_compaction.otlp.attributes import key_values
 from otel_compaction.otlp.decode import Signal
 from otel_compaction.otlp.spanview import splice_spans
-from otel_compaction.processor import pipeline as pipeline_module
+from otel_compaction.processor import batches as batches_module
 from tests.processor.conftest import PipelineFactory
 from tests.processor.golden import TESTDATA, read_requests
 
@@ -66,7 +66,7 @@ def test_forwarded_requests_equal_the_fully_reencoded_ones(
     bodies = [_uncanonical(r) for r in requests]
     got = _run(pipeline_factory, bodies, tmp_path / "new")
     # The reference: every processed request encoded again, whole (as before).
-    monkeypatch.setattr(pipeline_module, "_output", lambda b, q: b.request.SerializeToString())
+    monkeypatch.setattr(batches_module, "_output", lambda b, q: b.request.SerializeToString())
     reference = _run(pipeline_factory, bodies, tmp_path / "old")
     assert len(got) == len(reference) == len(bodies)
     passed_on = 0
