@@ -92,8 +92,7 @@ class Collections:
 def setup_first() -> tuple[tuple[InnerClock, worker.Call, Timers], Keeper, Collections]:
     """``setup`` with the first call's stages, the keeper and the collector hook on the
     placement (installed after the timers, so it holds the timed placement)."""
-    clock, call, timers = setup(count_calls=True)
-    timers.install(STAGES + FIRST_STAGES)
+    clock, call, timers = setup((*STAGES, *FIRST_STAGES))
     keeper = Keeper()
     keeper.install()
     collections = Collections()

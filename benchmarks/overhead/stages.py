@@ -176,16 +176,16 @@ class CallCounter:
             self.calls[who] = self.calls.get(who, 0) + 1
 
 
-def setup(count_calls: bool) -> tuple[InnerClock, worker.Call, Timers]:
-    """Ours instrumented on the benchmark's providers, the SDK clock and the stage timers."""
+def setup(stages: Sequence[Stage]) -> tuple[InnerClock, worker.Call, Timers]:
+    """Ours instrumented on the benchmark's providers, the SDK clock and timers on ``stages``
+    (none when counting calls)."""
     _, tracer_provider, _, meter_provider = worker.providers()
     clock = InnerClock(time.thread_time_ns)
     clock.install()
     config = BY_KEY["ours"]
     worker.instrument(config, "anthropic", tracer_provider, meter_provider)
     timers = Timers()
-    if not count_calls:
-        timers.install(STAGES)  # after instrumenting, so ours' wrappers call the timed ones
+    timers.install(stages)  # after instrumenting, so ours' wrappers call the timed ones
     return clock, worker.make_call("anthropic", config, tracer_provider), timers
 
 
@@ -278,7 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 results += pair
                 print("\n".join(first_lines(*pair)), flush=True)
         else:
-            parts = setup(args.count_calls)
+            parts = setup(() if args.count_calls else STAGES)
             for length in lengths:
                 counter = CallCounter() if args.count_calls else None
                 results.append(run(length, args.calls, args.warmup, counter, parts))

@@ -188,6 +188,8 @@ class _Candidate:
     sent: list[MessageFacts]
     inserted_chars: int
     dropped_chars: int
+    _falls: bool | None = None
+    """:meth:`falls`, once asked."""
 
     @classmethod
     def of(cls, history: History, facts: Sequence[MessageFacts]) -> _Candidate | None:
@@ -218,9 +220,12 @@ class _Candidate:
         """The replacement reclaims much: at least two model turns replaced (among the
         history's last :data:`FALLS_SCAN` messages and its response), and its text at most
         :data:`SUMMARY_FALL` of theirs."""
-        old = self.history.facts
-        last = old[max(self.head, len(old) - FALLS_SCAN + len(self.sent)) :]
-        turns = sum(1 for f in (*last, *self.sent) if f.is_assistant)
-        return (
-            turns >= MIN_DROPPED_TURNS and self.inserted_chars <= SUMMARY_FALL * self.dropped_chars
-        )
+        if self._falls is None:
+            old = self.history.facts
+            last = old[max(self.head, len(old) - FALLS_SCAN + len(self.sent)) :]
+            turns = sum(1 for f in (*last, *self.sent) if f.is_assistant)
+            self._falls = (
+                turns >= MIN_DROPPED_TURNS
+                and self.inserted_chars <= SUMMARY_FALL * self.dropped_chars
+            )
+        return self._falls
